@@ -1,0 +1,72 @@
+# The only entry point. The README's two commands are `make book` and `make test`;
+# both create .venv when it is missing (or when requirements.txt / pyproject.toml changed).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+BUILD  := _build
+PORT   ?= 8000
+
+# Nothing may reach a model hub; pages and tests run on the CPU, deterministically.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export PYTHONHASHSEED := 0
+export MPLBACKEND := Agg
+
+# The execution cache keys on each page's code, not on the library it imports, so a change in
+# lib/ would leave stale outputs. We hash lib/ and clear the cache (and Sphinx's doctrees, so
+# unchanged pages are re-read) whenever that hash differs from the last successful build's.
+LIB_HASH = $$(find lib -name '*.py' -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+
+.PHONY: help venv book test lint notebooks serve clean print-lib-hash
+
+help:
+	@echo "make book       build the book into _build/html (creates .venv if needed)"
+	@echo "make test       lint, library tests, zero-warning book build, built-HTML and browser tests"
+	@echo "make notebooks  write every page as a Jupyter notebook into notebooks/"
+	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
+	@echo "make clean      remove _build/ and notebooks/ (keeps .venv)"
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
+	@touch $(STAMP)
+
+book: $(STAMP)
+	@mkdir -p $(BUILD)
+	@hash=$(LIB_HASH); if [ "$$(cat $(BUILD)/.lib-hash 2>/dev/null)" != "$$hash" ]; then \
+	  echo "lib/ changed since the last build: clearing the execution cache so every page re-runs"; \
+	  rm -rf $(BUILD)/.jupyter_cache $(BUILD)/.doctrees; fi; \
+	$(BIN)/jupyter-book build . -n -W --keep-going && echo "$$hash" > $(BUILD)/.lib-hash
+
+print-lib-hash:
+	@echo $(LIB_HASH)
+
+lint: $(STAMP)
+	$(BIN)/ruff check lib tests benchmarks book/_ext
+	$(BIN)/ruff format --check lib tests benchmarks book/_ext
+
+# The book is built first (zero warnings, or it fails), then one pytest run covers the library,
+# the built HTML and the browser checks of it.
+test: lint book
+	$(BIN)/python -m pytest
+
+notebooks: $(STAMP)
+	@mkdir -p notebooks
+	@find notebooks_src -name '*.md' | LC_ALL=C sort | while read -r src; do \
+	  out="notebooks/$${src#notebooks_src/}"; out="$${out%.md}.ipynb"; mkdir -p "$$(dirname "$$out")"; \
+	  $(BIN)/jupytext --quiet --to ipynb --output "$$out" "$$src" && echo "wrote $$out"; done
+
+serve:
+	@test -d $(BUILD)/html || { echo "no _build/html yet: run 'make book' first"; exit 1; }
+	@echo "serving _build/html on http://localhost:$(PORT) (Ctrl-C stops)"
+	$(BIN)/python -m http.server $(PORT) --bind 127.0.0.1 --directory $(BUILD)/html
+
+clean:
+	rm -rf $(BUILD) notebooks .pytest_cache .hypothesis

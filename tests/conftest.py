@@ -1,0 +1,31 @@
+"""Shared fixtures: where the built book is, and how to treat a missing prerequisite.
+
+Tests of the built HTML and the browser tests need `make book` to have run (``make test`` runs it
+first). Outside CI a missing prerequisite skips those tests with a message saying what to do; with
+``CI=true`` it fails them, so CI can never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def missing(reason: str) -> None:
+    """Skip (locally) or fail (in CI) because a prerequisite is missing."""
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: this must not be skipped)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def html_dir() -> Path:
+    if not (HTML / "index.html").is_file():
+        missing("the book is not built: run `make book` first")
+    return HTML

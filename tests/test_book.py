@@ -1,0 +1,159 @@
+"""The built HTML book: offline, complete, built from the current library, reproducible."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.book
+
+EXTERNAL = re.compile(r"^(https?:)?//", re.IGNORECASE)
+
+
+class Resources(HTMLParser):
+    """Collects every resource a page loads: scripts, stylesheets, images, frames, fonts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads: list[tuple[str, str]] = []  # (tag, url)
+        self.images: list[dict[str, str | None]] = []
+        self.scripts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "script" and a.get("src"):
+            self.loads.append((tag, a["src"]))
+            self.scripts.append(a["src"])
+        elif tag == "link" and a.get("href"):
+            rel = (a.get("rel") or "").lower()
+            if any(r in rel for r in ("stylesheet", "preload", "icon", "modulepreload")):
+                self.loads.append((tag, a["href"]))
+        elif tag in ("img", "iframe", "source", "video", "audio", "embed") and a.get("src"):
+            self.loads.append((tag, a["src"]))
+            if tag == "img":
+                self.images.append(a)
+
+
+def pages(html_dir: Path) -> list[Path]:
+    return sorted(p for p in html_dir.rglob("*.html") if "_static" not in p.parts)
+
+
+def parse(page: Path) -> Resources:
+    r = Resources()
+    r.feed(page.read_text(encoding="utf-8"))
+    return r
+
+
+def toc_files() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc.get("parts", []):
+        files += [c["file"] for c in part.get("chapters", [])]
+    return files
+
+
+def test_every_toc_page_is_built(html_dir):
+    for f in toc_files():
+        assert (html_dir / f"{f}.html").is_file(), f"{f} is in _toc.yml but was not built"
+
+
+def test_no_page_loads_anything_from_the_network(html_dir):
+    offenders = []
+    for page in pages(html_dir):
+        for tag, url in parse(page).loads:
+            if EXTERNAL.match(url):
+                offenders.append(f"{page.relative_to(html_dir)}: <{tag}> {url}")
+    assert not offenders, "pages load remote resources:\n" + "\n".join(offenders)
+
+
+def test_css_loads_no_remote_fonts_or_images(html_dir):
+    offenders = []
+    for css in html_dir.rglob("*.css"):
+        for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", css.read_text(errors="replace")):
+            if EXTERNAL.match(url):
+                offenders.append(f"{css.relative_to(html_dir)}: {url}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_every_local_resource_exists(html_dir):
+    missing = []
+    for page in pages(html_dir):
+        for tag, url in parse(page).loads:
+            if EXTERNAL.match(url) or url.startswith(("data:", "#")):
+                continue
+            target = (page.parent / url.split("?")[0].split("#")[0]).resolve()
+            if not target.exists():
+                missing.append(f"{page.relative_to(html_dir)}: <{tag}> {url}")
+    assert not missing, "\n".join(missing)
+
+
+def test_mathjax_is_served_from_the_book(html_dir):
+    es5 = html_dir / "_static" / "vendor" / "mathjax" / "es5"
+    assert (es5 / "tex-chtml.js").is_file()
+    assert any((es5 / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
+    chapter = html_dir / "notebooks_src/chapters/02_scaled_dot_product_attention.html"
+    scripts = parse(chapter).scripts
+    assert any(s.endswith("vendor/mathjax/es5/tex-chtml.js") for s in scripts), scripts
+
+
+def test_vendored_trees_do_not_add_scripts_to_every_page(html_dir):
+    # Jupyter Book adds every .js under the static paths to each page: a vendored MathJax there
+    # would add ~100 scripts. Each page loads only the theme's scripts plus MathJax where needed.
+    for page in pages(html_dir):
+        scripts = parse(page).scripts
+        vendored = [s for s in scripts if "/vendor/" in s]
+        assert len(vendored) <= 2, (page.name, vendored)
+        assert len(scripts) < 30, (page.name, len(scripts))
+
+
+def test_plotly_js_only_on_pages_with_plotly_figures(html_dir):
+    assert (html_dir / "_static" / "vendor" / "plotly" / "plotly.min.js").is_file()
+    for page in pages(html_dir):
+        text = page.read_text(encoding="utf-8")
+        loads_plotly = any("plotly" in s for s in parse(page).scripts)
+        assert loads_plotly == ("plotly-graph-div" in text), page.name
+
+
+def test_every_figure_has_alt_text(html_dir):
+    for f in toc_files():
+        for img in parse(html_dir / f"{f}.html").images:
+            if "logo" in (img.get("class") or ""):
+                continue
+            assert (img.get("alt") or "").strip(), f"{f}: image {img.get('src')} has no alt text"
+
+
+def lib_hash() -> str:
+    """The same hash the Makefile computes over lib/*.py (sha256sum of sha256sum lines)."""
+    files = sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "lib").rglob("*.py")
+        if "__pycache__" not in p.parts
+    )
+    lines = "".join(
+        f"{hashlib.sha256((ROOT / f).read_bytes()).hexdigest()}  {f}\n" for f in files
+    )
+    return hashlib.sha256(lines.encode()).hexdigest()[:16]
+
+
+def test_book_was_built_from_the_current_library(html_dir):
+    recorded = (html_dir.parent / ".lib-hash").read_text().strip()
+    assert recorded == lib_hash(), "lib/ changed after the last `make book`: rebuild"
+
+
+def test_makefile_computes_the_same_library_hash():
+    out = subprocess.run(
+        ["make", "-s", "--no-print-directory", "print-lib-hash"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert out == lib_hash()

@@ -1,0 +1,170 @@
+"""Open the built book in headless Chromium, as a reader would, with the network unavailable.
+
+Every page: no console errors, no request leaves the machine, no resource answers 404, math is
+typeset by the book's own MathJax, every image loads. Screenshots go to tests/screenshots/
+(ignored by git) for an author to look at.
+
+Uses Debian's Chromium (``/usr/bin/chromium``, or ``CHROMIUM_PATH``) driven by Playwright;
+nothing downloads a browser. Without Chromium the tests skip, except with CI=true, where they fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, missing
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+SCREENSHOTS = ROOT / "tests" / "screenshots"
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(html_dir):
+    handler = functools.partial(QuietHandler, directory=str(html_dir))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        missing(f"Chromium not found at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)")
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="attention-lab-chromium-")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        yield context
+        context.close()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+class PageVisit:
+    """Loads one page and records what a reader's browser would complain about."""
+
+    def __init__(self, context, base: str, path: str):
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.failed: list[str] = []
+        self.page = context.new_page()
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
+        self.page.on("response", self._response)
+        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} {r.failure}"))
+        self.page.route("**/*", functools.partial(self._route, base))
+        self.page.goto(f"{base}/{path}", wait_until="load")
+        self.page.wait_for_load_state("networkidle")
+
+    def _console(self, msg):
+        if msg.type == "error":
+            self.errors.append(f"console: {msg.text} @ {msg.location}")
+
+    def _response(self, response):
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.url}")
+
+    def _route(self, base, route):
+        url = route.request.url
+        if url.startswith(base) or url.startswith("data:") or url.startswith("blob:"):
+            route.continue_()
+        else:
+            self.outside.append(url)
+            route.abort()
+
+
+def built_pages(html_dir: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(html_dir))
+        for p in html_dir.rglob("*.html")
+        if "_static" not in p.parts and "_sources" not in p.parts
+    )
+
+
+def test_every_page_renders_offline_without_errors(browser, server, html_dir):
+    SCREENSHOTS.mkdir(exist_ok=True)
+    problems = []
+    pages = built_pages(html_dir)
+    assert len(pages) >= 5, pages
+    for path in pages:
+        visit = PageVisit(browser, server, path)
+        page = visit.page
+        n_math = page.locator(".math").count()
+        if n_math:
+            page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise"
+                " && document.querySelectorAll('mjx-container').length > 0",
+                timeout=20_000,
+            )
+            page.evaluate("() => MathJax.startup.promise")
+            typeset = page.locator("mjx-container").count()
+            if typeset < n_math:
+                problems.append(f"{path}: {n_math} math elements, {typeset} typeset")
+            raw = page.locator("mjx-merror").count()
+            if raw:
+                problems.append(f"{path}: {raw} MathJax errors")
+        broken = page.evaluate(
+            "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))"
+            ".map(i => i.getAttribute('src'))"
+        )
+        problems += [f"{path}: image did not load: {src}" for src in broken]
+        problems += [f"{path}: {e}" for e in visit.errors]
+        problems += [f"{path}: request left the machine: {u}" for u in visit.outside]
+        problems += [f"{path}: {f}" for f in visit.failed]
+        name = path.replace("/", "__").removesuffix(".html")
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        page.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_pattern_chapter_math_and_figures(browser, server):
+    visit = PageVisit(browser, server, "notebooks_src/chapters/02_scaled_dot_product_attention.html")
+    page = visit.page
+    page.evaluate("() => MathJax.startup.promise")
+    assert page.locator("mjx-container").count() >= 5
+    figures = page.locator("figure img")
+    assert figures.count() >= 3
+    for i in range(figures.count()):
+        assert figures.nth(i).evaluate("img => img.naturalWidth") > 100
+    # A phone-width reader: the page itself must not scroll sideways.
+    page.set_viewport_size({"width": 375, "height": 800})
+    overflow = page.evaluate(
+        "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    page.screenshot(path=str(SCREENSHOTS / "chapter_02_phone.png"), full_page=False)
+    assert overflow <= 1, f"page overflows a 375 px viewport by {overflow}px"
+    page.close()
