@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
+import jupytext
 import pytest
 import yaml
+from nbclient import NotebookClient
 
 from conftest import ROOT
 
@@ -137,9 +140,7 @@ def lib_hash() -> str:
         for p in (ROOT / "lib").rglob("*.py")
         if "__pycache__" not in p.parts
     )
-    lines = "".join(
-        f"{hashlib.sha256((ROOT / f).read_bytes()).hexdigest()}  {f}\n" for f in files
-    )
+    lines = "".join(f"{hashlib.sha256((ROOT / f).read_bytes()).hexdigest()}  {f}\n" for f in files)
     return hashlib.sha256(lines.encode()).hexdigest()[:16]
 
 
@@ -157,3 +158,29 @@ def test_makefile_computes_the_same_library_hash():
         check=True,
     ).stdout.strip()
     assert out == lib_hash()
+
+
+def _png_digests(nb) -> set[str]:
+    digests = set()
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {}).get("image/png")
+            if data:
+                digests.add(hashlib.sha256(base64.b64decode(data)).hexdigest())
+    return digests
+
+
+CHAPTERS = sorted((ROOT / "notebooks_src" / "chapters").glob("*.md"))
+
+
+@pytest.mark.parametrize("source", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_fresh_run_draws_the_same_figures_as_the_build(source, html_dir):
+    """Seeds are fixed: executing a page again gives byte-identical figures to the built book's."""
+    nb = jupytext.read(source)
+    NotebookClient(nb, timeout=600, resources={"metadata": {"path": str(source.parent)}}).execute()
+    fresh = _png_digests(nb)
+    assert fresh, f"{source.name} drew no figures"
+    built = {
+        hashlib.sha256(p.read_bytes()).hexdigest() for p in (html_dir / "_images").glob("*.png")
+    }
+    assert fresh <= built, f"{len(fresh - built)} of {len(fresh)} figures differ from the build's"

@@ -57,7 +57,9 @@ def server(html_dir):
 @pytest.fixture(scope="module")
 def browser():
     if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        missing(f"Chromium not found at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)")
+        missing(
+            f"Chromium not found at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)"
+        )
     from playwright.sync_api import sync_playwright
 
     profile = tempfile.mkdtemp(prefix="attention-lab-chromium-")
@@ -152,7 +154,9 @@ def test_every_page_renders_offline_without_errors(browser, server, html_dir):
 
 
 def test_pattern_chapter_math_and_figures(browser, server):
-    visit = PageVisit(browser, server, "notebooks_src/chapters/02_scaled_dot_product_attention.html")
+    visit = PageVisit(
+        browser, server, "notebooks_src/chapters/02_scaled_dot_product_attention.html"
+    )
     page = visit.page
     page.evaluate("() => MathJax.startup.promise")
     assert page.locator("mjx-container").count() >= 5

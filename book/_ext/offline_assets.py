@@ -41,7 +41,9 @@ PLOTLY_JS = f"{VENDOR}/plotly/plotly.min.js"
 def _package_dir(name: str) -> Path:
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(f"the package {name!r} is not installed; run `make book` to set up .venv")
+        raise RuntimeError(
+            f"the package {name!r} is not installed; run `make book` to set up .venv"
+        )
     return Path(next(iter(spec.submodule_search_locations)))
 
 

@@ -1,0 +1,91 @@
+"""Static checks of the page sources in notebooks_src/: the conventions every chapter follows.
+
+These read the MyST sources (via jupytext, the same reader `make notebooks` uses) without running
+them; the build executes them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import jupytext
+import pytest
+import yaml
+
+import attention_lab
+from conftest import ROOT
+
+SOURCES = sorted((ROOT / "notebooks_src").rglob("*.md"))
+GLUE_FIGURE = re.compile(r"```\{glue:figure\}\s*(\S+)\n((?::[^\n]*\n)*)", re.MULTILINE)
+
+
+def _ids(paths):
+    return [str(p.relative_to(ROOT / "notebooks_src")) for p in paths]
+
+
+def library_names() -> set[str]:
+    names = set()
+    for module in vars(attention_lab).values():
+        if getattr(module, "__name__", "").startswith("attention_lab."):
+            names |= {n for n in dir(module) if not n.startswith("_")}
+    return names
+
+
+def test_there_are_pages():
+    assert SOURCES, "notebooks_src/ has no pages"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_page_is_a_python_notebook_listed_in_the_toc(path):
+    nb = jupytext.read(path)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert any(c.cell_type == "code" for c in nb.cells), (
+        "a page with no code cell is not a notebook"
+    )
+    toc = (ROOT / "_toc.yml").read_text()
+    assert str(path.relative_to(ROOT).with_suffix("")) in toc, "page is not in _toc.yml"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_glued_figures_have_name_and_alt(path):
+    text = path.read_text()
+    figures = GLUE_FIGURE.findall(text)
+    for key, options in figures:
+        assert ":name:" in options, f"{key}: glue:figure without :name:"
+        alt = re.search(r":alt:\s*(.+)", options)
+        assert alt and len(alt.group(1).split()) >= 4, f"{key}: glue:figure needs a real :alt:"
+        name = re.search(r":name:\s*(\S+)", options).group(1)
+        assert f"{{numref}}`{name}`" in text, f"{name} is never referenced with {{numref}}"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_pages_do_not_redefine_library_code(path):
+    names = library_names()
+    nb = jupytext.read(path)
+    for cell in nb.cells:
+        if cell.cell_type != "code" or cell.source.lstrip().startswith(("%", "!")):
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.FunctionDef | ast.ClassDef):
+                assert node.name not in names, (
+                    f"{node.name} redefines attention_lab's {node.name}: "
+                    "show the library's with literalinclude and import it"
+                )
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_figures_are_closed_after_gluing(path):
+    nb = jupytext.read(path)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and re.search(r"\bglue\([^)]*\bfig", cell.source):
+            assert "plt.close(" in cell.source, (
+                f"a cell glues a figure without closing it:\n{cell.source}"
+            )
+
+
+def test_toc_lists_only_existing_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for p in toc["parts"] for c in p["chapters"]]
+    for f in files:
+        assert (ROOT / f"{f}.md").is_file(), f"_toc.yml lists {f}, which does not exist"
