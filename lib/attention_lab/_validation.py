@@ -1,0 +1,43 @@
+"""Argument checks shared by every module (a private leaf: it imports nothing from the package).
+
+Each raises ``TypeError`` for the wrong type and ``ValueError`` for a wrong value, with a message
+that names the argument, as the library's contract promises.
+"""
+
+import math
+import numbers
+
+
+def check_int(value: int, name: str, minimum: int | None = 1) -> None:
+    """Require an int (not a bool) that is at least ``minimum`` (any int if it is None)."""
+    kind = {None: "an", 0: "a non-negative", 1: "a positive"}.get(minimum, f"a >= {minimum}")
+    # bool is a subclass of int, but d_model=True is always a mistake.
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {kind} int, got {type(value).__name__} {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be {kind} int, got {value}")
+
+
+def check_probability(value: float, name: str) -> None:
+    """Require a real number in ``[0, 1)``, e.g. a dropout rate."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a float in [0, 1), got {type(value).__name__} {value!r}")
+    # The negated comparison also rejects NaN.
+    if not 0 <= value < 1:
+        raise ValueError(f"{name} must be a float in [0, 1), got {value}")
+
+
+def check_bool(value: bool, name: str) -> None:
+    """Require a real ``bool`` (not 0/1)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+
+
+def check_real_above(value: float, name: str, lower: float) -> None:
+    """Require a finite real number greater than ``lower``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be a real number > {lower}, got {type(value).__name__} {value!r}"
+        )
+    if not (lower < value < math.inf):
+        raise ValueError(f"{name} must be a finite real number > {lower}, got {value}")
