@@ -11,10 +11,10 @@ BUILD  := _build
 PORT   ?= 8000
 
 # Nothing may reach a model hub; pages and tests run on the CPU, deterministically.
+# (No MPLBACKEND here: pages rely on the kernel's inline backend for glued figures.)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 
 # The execution cache keys on each page's code, not on the library it imports, so a change in
 # lib/ would leave stale outputs. We hash lib/ and clear the cache (and Sphinx's doctrees, so
