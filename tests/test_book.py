@@ -168,9 +168,10 @@ def _png_digests(nb) -> set[str]:
         if "measured" in cell.get("metadata", {}).get("tags", []):
             continue
         for out in cell.get("outputs", []):
-            data = out.get("data", {}).get("image/png")
-            if data:
-                digests.add(hashlib.sha256(base64.b64decode(data)).hexdigest())
+            for mime, data in out.get("data", {}).items():
+                # Glued figures are stored as application/papermill.record/image/png.
+                if mime.endswith("image/png"):
+                    digests.add(hashlib.sha256(base64.b64decode(data)).hexdigest())
     return digests
 
 
