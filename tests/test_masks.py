@@ -2,7 +2,10 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
+from torch import nn
 
+from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
 from attention_lab.masks import causal_mask, check_mask, combine_masks, padding_mask
 
 
@@ -133,3 +136,99 @@ def test_check_mask_uses_the_argument_name_and_accepts_bool():
 def test_bad_inputs_raise_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# The masks through the attention modules: broadcasting over heads and batch, half precision.
+
+LEFT_PADDED_IDS = torch.tensor(
+    [
+        [0, 0, 4, 9, 2],  # left padding: under a causal mask, queries 0 and 1 see no key
+        [3, 1, 4, 1, 5],
+        [0, 0, 0, 0, 0],  # an empty slot in the batch: every query sees no key
+    ]
+)
+
+
+def broadcast_masks(token_ids):
+    """Each mask shape the chapter on masks feeds to MultiHeadAttention, by name."""
+    length = token_ids.shape[1]
+    causal = causal_mask(length)
+    padding = padding_mask(token_ids)
+    return {
+        "padding [B, 1, 1, Tk]": padding,
+        "causal [Tq, Tk]": causal,
+        "causal [1, 1, Tq, Tk]": causal[None, None],
+        "combined [B, 1, Tq, Tk]": combine_masks(causal, padding),
+    }
+
+
+@pytest.mark.parametrize("mask_name", list(broadcast_masks(LEFT_PADDED_IDS)))
+def test_masks_broadcast_through_multi_head_attention_like_expanded_masks(mask_name):
+    batch, length, d_model, num_heads = 3, 5, 8, 2
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(d_model, num_heads, batch_first=True).eval()
+    ours = MultiHeadAttention.from_torch(theirs)
+    x = torch.randn(batch, length, d_model, generator=torch.Generator().manual_seed(1))
+    token_ids = LEFT_PADDED_IDS.clone()
+    token_ids[2, 0] = 7  # no empty slot: nn.MultiheadAttention would return NaN for it
+    mask = broadcast_masks(token_ids)[mask_name]
+    expanded = mask.expand(batch, num_heads, length, length)  # [B, H, Tq, Tk]
+
+    output, weights = ours(x, mask=mask)
+    expanded_output, expanded_weights = ours(x, mask=expanded.clone())
+    assert weights.shape == (batch, num_heads, length, length)
+    assert torch.equal(weights, expanded_weights)
+    assert torch.equal(output, expanded_output)
+    assert torch.equal(weights[~expanded], torch.zeros_like(weights[~expanded]))
+
+    # Reference: PyTorch's module, with the masks converted to its True = blocked polarity.
+    torch_masks = {}
+    if "padding" in mask_name or "combined" in mask_name:
+        torch_masks["key_padding_mask"] = token_ids == 0  # [B, Tk]
+    if "causal" in mask_name or "combined" in mask_name:
+        torch_masks["attn_mask"] = ~causal_mask(length)  # [Tq, Tk]
+    expected_output, expected_weights = theirs(
+        x, x, x, need_weights=True, average_attn_weights=False, **torch_masks
+    )
+    if "combined" in mask_name:
+        # Left padding leaves query 0 of batch 0 with no visible key: PyTorch gives NaN there,
+        # the library zeros. Everywhere else the two agree.
+        empty = ~expanded.any(dim=-1)  # [B, H, Tq]
+        assert expected_weights[empty].isnan().all()
+        assert torch.equal(weights[empty], torch.zeros_like(weights[empty]))
+        expected_weights = expected_weights.masked_fill(empty[..., None], 0.0)
+        keep = ~empty.any(dim=1)  # [B, Tq]
+        torch.testing.assert_close(output[keep], expected_output[keep])
+    else:
+        torch.testing.assert_close(output, expected_output)
+    torch.testing.assert_close(weights, expected_weights)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_combined_masks_on_a_half_precision_batch(dtype):
+    batch, num_heads, length, head_dim = 3, 2, 5, 4
+    generator = torch.Generator().manual_seed(3)
+    query, key, value = (
+        torch.randn(batch, num_heads, length, head_dim, generator=generator) for _ in range(3)
+    )  # [B, H, T, Dh] each, float32
+    mask = combine_masks(causal_mask(length), padding_mask(LEFT_PADDED_IDS))  # [B, 1, T, T]
+    empty = ~mask.expand(batch, num_heads, length, length).any(dim=-1)  # [B, H, Tq]
+    assert empty[0, :, :2].all() and empty[2].all() and not empty[1].any()
+
+    output, weights = scaled_dot_product_attention(
+        query.to(dtype), key.to(dtype), value.to(dtype), mask
+    )
+    assert output.dtype == weights.dtype == dtype
+    assert not output.isnan().any() and not weights.isnan().any()
+    blocked = ~mask.expand_as(weights)
+    assert torch.equal(weights[blocked], torch.zeros_like(weights[blocked]))
+    assert torch.equal(output[empty], torch.zeros_like(output[empty]))
+    tolerance = (
+        {"atol": 2e-3, "rtol": 2e-3} if dtype == torch.float16 else {"atol": 2e-2, "rtol": 2e-2}
+    )
+    row_sums = weights[~empty].float().sum(dim=-1)
+    torch.testing.assert_close(row_sums, torch.ones_like(row_sums), **tolerance)
+    # Reference: PyTorch in float32 from the same rounded inputs, on the rows that see a key.
+    rounded = [tensor.to(dtype).float() for tensor in (query, key, value)]
+    expected = F.scaled_dot_product_attention(*rounded, attn_mask=mask)
+    torch.testing.assert_close(output[~empty].float(), expected[~empty], **tolerance)

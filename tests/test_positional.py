@@ -8,7 +8,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_lab.positional import SinusoidalPositionalEncoding, sinusoidal_encoding
+from attention_lab.positional import (
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    rotary_embedding,
+    sinusoidal_encoding,
+)
 
 
 def reference_encoding(max_len, d_model, base=10000.0):
@@ -143,5 +148,270 @@ def test_encoding_buffer_is_not_persistent():
     ],
 )
 def test_bad_inputs_raise_naming_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# --- LearnedPositionalEmbedding -------------------------------------------------------------
+
+
+def test_learned_embedding_adds_the_table_rows():
+    torch.manual_seed(0)
+    module = LearnedPositionalEmbedding(max_len=12, d_model=6)
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 9, 6, generator=generator)
+    expected = x + module.embedding(torch.arange(9))  # [B, T, D] + [T, D]
+    torch.testing.assert_close(module(x), expected)
+    # Row t of the table goes to position t of every sequence in the batch.
+    for t in range(9):
+        torch.testing.assert_close(module(x)[:, t], x[:, t] + module.embedding.weight[t])
+
+
+@pytest.mark.parametrize("seq_len", [0, 1, 7, 8])
+def test_learned_embedding_accepts_up_to_max_len(seq_len):
+    module = LearnedPositionalEmbedding(8, 4)
+    x = torch.zeros(2, seq_len, 4)
+    output = module(x)
+    assert output.shape == (2, seq_len, 4)
+    torch.testing.assert_close(output, module.embedding.weight[:seq_len].expand(2, seq_len, 4))
+
+
+def test_learned_embedding_cannot_extrapolate():
+    module = LearnedPositionalEmbedding(max_len=50, d_model=4)
+    with pytest.raises(ValueError, match=r"T=80 .*max_len=50"):
+        module(torch.zeros(1, 80, 4))
+
+
+def test_learned_embedding_is_trained():
+    module = LearnedPositionalEmbedding(max_len=10, d_model=3)
+    assert "embedding.weight" in module.state_dict()
+    assert module.embedding.weight.requires_grad
+    module(torch.zeros(2, 4, 3)).sum().backward()
+    grad = module.embedding.weight.grad
+    # Each of the first 4 rows is used once per sequence; the rest of the table is untouched.
+    torch.testing.assert_close(grad[:4], torch.full((4, 3), 2.0))
+    assert grad[4:].eq(0).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+def test_learned_embedding_keeps_the_input_dtype(dtype):
+    module = LearnedPositionalEmbedding(6, 4)
+    output = module(torch.zeros(1, 5, 4, dtype=dtype))
+    assert output.dtype == dtype
+    torch.testing.assert_close(output[0], module.embedding.weight[:5].detach().to(dtype))
+
+
+def test_learned_embedding_dropout_only_in_training_mode():
+    module = LearnedPositionalEmbedding(16, 8, dropout=0.5)
+    x = torch.ones(4, 16, 8)
+    expected = x + module.embedding.weight.detach()
+    torch.testing.assert_close(module.eval()(x), expected)
+    torch.manual_seed(0)
+    dropped = module.train()(x).detach()
+    kept = dropped != 0
+    assert 0 < kept.float().mean() < 1
+    torch.testing.assert_close(dropped[kept], (expected / 0.5)[kept])
+
+
+def test_learned_embedding_repr_names_its_sizes():
+    assert "max_len=7, d_model=3" in repr(LearnedPositionalEmbedding(7, 3))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: LearnedPositionalEmbedding(0, 4), ValueError, "max_len must be a positive int"),
+        (lambda: LearnedPositionalEmbedding(2.5, 4), TypeError, "max_len"),
+        (lambda: LearnedPositionalEmbedding(8, 0), ValueError, "d_model must be a positive int"),
+        (lambda: LearnedPositionalEmbedding(8, True), TypeError, "d_model"),
+        (lambda: LearnedPositionalEmbedding(8, 4, dropout=1.0), ValueError, "dropout"),
+        (
+            lambda: LearnedPositionalEmbedding(8, 4)(torch.zeros(2, 3, 5)),
+            ValueError,
+            r"\[B, T, 4\]",
+        ),
+        (lambda: LearnedPositionalEmbedding(8, 4)(torch.zeros(3, 4)), ValueError, "x must"),
+        (
+            lambda: LearnedPositionalEmbedding(8, 4)(torch.zeros(1, 3, 4, dtype=torch.long)),
+            TypeError,
+            "x must have a floating dtype",
+        ),
+        (lambda: LearnedPositionalEmbedding(8, 4)([[0.0] * 4]), TypeError, "x must be a"),
+    ],
+)
+def test_learned_embedding_bad_inputs_raise_naming_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# --- rotary_embedding ------------------------------------------------------------------------
+
+
+def reference_rotary(x, positions, base=10000.0):
+    """RoPE with complex numbers, in float64: pair (2i, 2i + 1) is the number x_2i + j x_2i+1,
+    multiplied by the unit complex number of angle position * base ** (-2i / Dh)."""
+    head_dim = x.shape[-1]
+    pairs = x.to(torch.float64).reshape(*x.shape[:-1], head_dim // 2, 2)  # [..., T, Dh/2, 2]
+    as_complex = torch.view_as_complex(pairs.contiguous())  # [..., T, Dh / 2]
+    frequency = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    angle = positions.to(torch.float64)[:, None] * frequency  # [T, Dh / 2]
+    turn = torch.polar(torch.ones_like(angle), angle)  # [T, Dh / 2], |turn| = 1
+    return torch.view_as_real(as_complex * turn).flatten(-2)  # [..., T, Dh]
+
+
+def random_tensor(*shape, seed=0, dtype=torch.float32):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator, dtype=torch.float64).to(dtype)
+
+
+@pytest.mark.parametrize("shape", [(5, 2), (7, 8), (3, 6, 16), (2, 4, 5, 64)])
+def test_rotary_matches_complex_reference(shape):
+    x = random_tensor(*shape)
+    expected = reference_rotary(x, torch.arange(shape[-2])).float()
+    torch.testing.assert_close(rotary_embedding(x), expected)
+
+
+@pytest.mark.parametrize("base", [2.0, 500, 10000.0])
+def test_rotary_matches_reference_for_given_positions_and_base(base):
+    x = random_tensor(2, 6, 12, seed=1, dtype=torch.float64)
+    positions = torch.tensor([0, 3, -4, 17, 10_000, 123_456])
+    torch.testing.assert_close(
+        rotary_embedding(x, positions, base=base), reference_rotary(x, positions, base)
+    )
+
+
+def test_rotary_angles_are_accurate_at_large_positions():
+    # float32 angles would be off by ~1e-3 rad at these positions; float64 angles are exact
+    # to float32 rounding of the result.
+    x = random_tensor(10, 8, seed=2)
+    positions = torch.arange(99_990, 100_000)
+    expected = reference_rotary(x, positions).float()
+    torch.testing.assert_close(rotary_embedding(x, positions), expected, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "atol"), [(torch.float64, 1e-12), (torch.float16, 2e-3), (torch.bfloat16, 2e-2)]
+)
+def test_rotary_keeps_the_input_dtype(dtype, atol):
+    x = random_tensor(2, 9, 8, seed=3, dtype=dtype)
+    output = rotary_embedding(x)
+    assert output.dtype == dtype
+    expected = reference_rotary(x, torch.arange(9))
+    torch.testing.assert_close(output.to(torch.float64), expected, rtol=0, atol=atol)
+
+
+def test_rotary_at_position_zero_is_the_identity():
+    x = random_tensor(3, 4, 16, seed=4)
+    assert torch.equal(rotary_embedding(x, torch.zeros(4, dtype=torch.long)), x)
+    # With the default positions, only position 0 is left unchanged.
+    rotated = rotary_embedding(x)
+    assert torch.equal(rotated[:, 0], x[:, 0])
+    assert not torch.allclose(rotated[:, 1:], x[:, 1:])
+
+
+def test_rotary_preserves_the_length_of_every_pair():
+    x = random_tensor(2, 50, 32, seed=5, dtype=torch.float64)
+    rotated = rotary_embedding(x, torch.arange(50) * 37)
+    torch.testing.assert_close(
+        rotated.unflatten(-1, (16, 2)).norm(dim=-1),  # [B, T, Dh / 2]
+        x.unflatten(-1, (16, 2)).norm(dim=-1),
+    )
+
+
+def test_rotary_pairs_neighbours_like_rotate_half_up_to_a_permutation():
+    # Hugging Face's convention pairs feature i with feature i + Dh/2. Listing our even
+    # features first and our odd features second turns one convention into the other.
+    head_dim = 16
+    x = random_tensor(3, 7, head_dim, seed=6, dtype=torch.float64)
+    permutation = torch.cat([torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)])
+    halves = x[..., permutation]  # [..., T, Dh]: evens, then odds
+
+    frequency = 1.0 / 10000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    angle = torch.arange(7, dtype=torch.float64)[:, None] * frequency  # [T, Dh / 2]
+    cos = torch.cat([angle.cos(), angle.cos()], dim=-1)  # [T, Dh]
+    sin = torch.cat([angle.sin(), angle.sin()], dim=-1)  # [T, Dh]
+    first, second = halves.chunk(2, dim=-1)
+    rotate_half = torch.cat([-second, first], dim=-1)
+    hugging_face_style = halves * cos + rotate_half * sin
+
+    torch.testing.assert_close(hugging_face_style, rotary_embedding(x)[..., permutation])
+
+
+def test_rotary_uses_the_angles_of_the_sinusoidal_encoding():
+    # A pair (1, 0) rotated by an angle a becomes (cos a, sin a).
+    ones = torch.zeros(20, 10)
+    ones[:, 0::2] = 1.0
+    rotated = rotary_embedding(ones)
+    encoding = sinusoidal_encoding(20, 10)
+    torch.testing.assert_close(rotated[:, 0::2], encoding[:, 1::2])  # cosines
+    torch.testing.assert_close(rotated[:, 1::2], encoding[:, 0::2])  # sines
+
+
+def test_rotary_gradient_is_the_inverse_rotation():
+    # A rotation is orthogonal: its transpose, which backpropagation applies, rotates back.
+    x = random_tensor(5, 8, seed=7, dtype=torch.float64).requires_grad_(True)
+    upstream = random_tensor(5, 8, seed=8, dtype=torch.float64)
+    positions = torch.arange(5) * 3
+    rotary_embedding(x, positions).backward(upstream)
+    torch.testing.assert_close(x.grad, rotary_embedding(upstream, -positions))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    m=st.integers(-1000, 1000),
+    n=st.integers(-1000, 1000),
+    shift=st.integers(-5000, 5000),
+    half_dim=st.integers(1, 32),
+    seed=st.integers(0, 2**16),
+)
+def test_rotary_scores_depend_only_on_the_offset(m, n, shift, half_dim, seed):
+    q, k = random_tensor(2, 1, 2 * half_dim, seed=seed, dtype=torch.float64)  # [1, Dh] each
+
+    def score(query_position, key_position):
+        rotated_q = rotary_embedding(q, torch.tensor([query_position]))
+        rotated_k = rotary_embedding(k, torch.tensor([key_position]))
+        return (rotated_q * rotated_k).sum()
+
+    torch.testing.assert_close(score(m + shift, n + shift), score(m, n))
+    torch.testing.assert_close(score(m - n, 0), score(m, n))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: rotary_embedding([[1.0, 2.0]]), TypeError, "x must be a torch.Tensor"),
+        (
+            lambda: rotary_embedding(torch.ones(3, 4, dtype=torch.long)),
+            TypeError,
+            "x must have a floating",
+        ),
+        (lambda: rotary_embedding(torch.ones(4)), ValueError, r"x must have shape \[..., T, Dh\]"),
+        (lambda: rotary_embedding(torch.ones(3, 5)), ValueError, r"x .*even Dh.*\[3, 5\]"),
+        (
+            lambda: rotary_embedding(torch.ones(3, 4), torch.arange(3.0)),
+            TypeError,
+            r"positions.*long\(\)",
+        ),
+        (
+            lambda: rotary_embedding(torch.ones(3, 4), torch.ones(3, dtype=torch.bool)),
+            TypeError,
+            "positions",
+        ),
+        (lambda: rotary_embedding(torch.ones(3, 4), [0, 1, 2]), TypeError, "positions must be a"),
+        (
+            lambda: rotary_embedding(torch.ones(3, 4), torch.arange(4)),
+            ValueError,
+            r"positions .*\[3\]",
+        ),
+        (
+            lambda: rotary_embedding(torch.ones(3, 4), torch.arange(3)[None]),
+            ValueError,
+            "positions",
+        ),
+        (lambda: rotary_embedding(torch.ones(3, 4), base=1.0), ValueError, "base"),
+        (lambda: rotary_embedding(torch.ones(3, 4), base="1e4"), TypeError, "base"),
+    ],
+)
+def test_rotary_bad_inputs_raise_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()

@@ -6,9 +6,12 @@ scaled dot-product and multi-head attention, each checked against PyTorch's own 
 Submodules:
 
 - ``attention_lab.masks``: boolean attention masks (causal, padding) and how to combine them.
-- ``attention_lab.positional``: the sinusoidal positional encoding, as a function and a module.
+- ``attention_lab.positional``: the sinusoidal positional encoding (a function and a module),
+  learned absolute position embeddings and rotary embeddings (RoPE).
 - ``attention_lab.attention``: scaled dot-product attention, one-head self-attention and
   multi-head attention.
+- ``attention_lab.plotting``: figures of weights, masks and encodings (imported on demand,
+  ``from attention_lab import plotting``, so that the models do not load matplotlib).
 
 Shapes in docstrings use these letters:
 
