@@ -1,0 +1,662 @@
+"""Figures of attention weights.
+
+Helpers here take tensors or arrays and return :class:`matplotlib.figure.Figure` objects.
+They are pure: they never call ``plt.show()``, never change matplotlib's or seaborn's
+global style, and import no model code, so any page can draw what any module returns.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import torch
+from matplotlib.axes import Axes
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch, Patch
+from matplotlib.ticker import MaxNLocator
+
+from attention_lab._validation import check_int
+
+__all__ = ["attention_arcs", "attention_heatmap", "encoding_heatmap", "head_grid", "mask_image"]
+
+# Up to this many rows and columns the weights are printed in the cells; beyond it the
+# numbers no longer fit and only the colours are shown.
+_ANNOTATE_MAX_SIZE = 8
+
+
+def _as_2d_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Convert ``weights`` to a float64 NumPy array of rank 2, or raise."""
+    if isinstance(weights, torch.Tensor):
+        # float64 holds float32, float16 and bfloat16 values exactly, so nothing is rounded.
+        array = weights.detach().cpu().to(torch.float64).numpy()
+    else:
+        try:
+            array = np.asarray(weights, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"weights must be a torch.Tensor or a NumPy array of numbers, "
+                f"got {type(weights).__name__}"
+            ) from error
+    if array.ndim != 2:
+        hint = ""
+        if array.ndim == 4:
+            hint = " Pick one batch element and one head first, e.g. weights[0, 0]."
+        elif array.ndim == 3:
+            hint = " Pick one batch element (or head) first, e.g. weights[0]."
+        raise ValueError(
+            f"weights must be 2-D with shape [Tq, Tk], got shape {tuple(array.shape)}.{hint}"
+        )
+    if array.size == 0:
+        raise ValueError(f"weights must not be empty, got shape {tuple(array.shape)}")
+    return array
+
+
+def _check_tokens(
+    tokens: list[str] | tuple[str, ...] | None,
+    name: str,
+    expected: int,
+    axis: str,
+    array_name: str = "weights",
+) -> list[str] | None:
+    """Return ``tokens`` as a list of strings (None stays None), or raise."""
+    if tokens is None:
+        return None
+    if isinstance(tokens, str):
+        raise TypeError(f"{name} must be a sequence of tokens, not a single string: {tokens!r}")
+    labels = [str(token) for token in tokens]
+    if len(labels) != expected:
+        raise ValueError(
+            f"{name} has {len(labels)} tokens but {array_name} has {expected} {axis} "
+            f"({array_name} is [Tq, Tk]: one row per query, one column per key)"
+        )
+    return labels
+
+
+def attention_heatmap(
+    weights: torch.Tensor | np.ndarray,
+    query_tokens: list[str] | tuple[str, ...] | None = None,
+    key_tokens: list[str] | tuple[str, ...] | None = None,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    annotate: bool | None = None,
+    cmap: str = "viridis",
+) -> Figure:
+    """Draw one attention matrix as a labelled heatmap.
+
+    Row ``i`` shows how query ``i`` spreads its attention over the keys, so with weights
+    from a softmax every row sums to 1. The colour scale starts at 0.
+
+    Args:
+        weights: Attention weights of shape ``[Tq, Tk]``, a tensor (any float dtype, any
+            device, with or without grad) or an array. For the ``[B, H, Tq, Tk]`` weights a
+            module returns, pick one batch element and head first, e.g. ``weights[0, 0]``.
+        query_tokens: ``Tq`` labels for the rows. Defaults to the positions ``0 .. Tq-1``.
+        key_tokens: ``Tk`` labels for the columns. Defaults to ``query_tokens`` when the
+            matrix is square (self-attention), otherwise to the positions ``0 .. Tk-1``.
+        ax: Axes to draw into. By default a new figure is created, sized to the matrix.
+        title: Title of the axes.
+        annotate: Whether to print each weight in its cell. By default the values are
+            printed when the matrix is at most 8 x 8.
+        cmap: Name of a matplotlib colormap. The default, ``"viridis"``, is perceptually
+            uniform and readable with colour-vision deficiencies.
+
+    Returns:
+        The figure holding the heatmap (the figure of ``ax`` when ``ax`` is given). It is
+        not shown; close it with ``plt.close(fig)`` once it has been displayed or saved.
+
+    Raises:
+        TypeError: If ``weights`` is not a tensor or array of numbers, or a token list is a
+            single string.
+        ValueError: If ``weights`` is not 2-D or is empty, or if ``query_tokens`` or
+            ``key_tokens`` does not have one label per row or column.
+    """
+    array = _as_2d_array(weights)
+    num_queries, num_keys = array.shape
+    if key_tokens is None and num_queries == num_keys:
+        key_tokens = query_tokens
+    row_labels = _check_tokens(query_tokens, "query_tokens", num_queries, "rows (queries)")
+    col_labels = _check_tokens(key_tokens, "key_tokens", num_keys, "columns (keys)")
+    if annotate is None:
+        annotate = max(num_queries, num_keys) <= _ANNOTATE_MAX_SIZE
+
+    if ax is None:
+        width = min(12.0, max(4.5, 2.5 + 0.65 * num_keys))
+        height = min(10.0, max(3.5, 1.5 + 0.55 * num_queries))
+        fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    else:
+        fig = ax.figure
+
+    sns.heatmap(
+        array,
+        ax=ax,
+        vmin=0.0,
+        cmap=cmap,
+        square=True,
+        annot=annotate,
+        fmt=".2f",
+        annot_kws={"fontsize": 9},
+        # Without tokens, seaborn labels positions and thins the ticks of long sequences.
+        xticklabels="auto" if col_labels is None else col_labels,
+        yticklabels="auto" if row_labels is None else row_labels,
+        cbar_kws={"label": "attention weight"},
+    )
+    if col_labels is not None and max(len(label) for label in col_labels) > 4:
+        plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
+    else:
+        plt.setp(ax.get_xticklabels(), rotation=0)
+    plt.setp(ax.get_yticklabels(), rotation=0)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+def _as_head_stack(weights: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Convert ``weights`` to a float64 NumPy array of shape ``[H, Tq, Tk]``, or raise."""
+    if isinstance(weights, torch.Tensor):
+        array = weights.detach().cpu().to(torch.float64).numpy()
+    else:
+        try:
+            array = np.asarray(weights, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"weights must be a torch.Tensor or a NumPy array of numbers, "
+                f"got {type(weights).__name__}"
+            ) from error
+    if array.ndim != 3:
+        hint = ""
+        if array.ndim == 4:
+            hint = " Pick one batch element first, e.g. weights[0]."
+        elif array.ndim == 2:
+            hint = " For a single head, add a head axis (weights[None]) or use attention_heatmap."
+        raise ValueError(
+            f"weights must be 3-D with shape [H, Tq, Tk], got shape {tuple(array.shape)}.{hint}"
+        )
+    if array.size == 0:
+        raise ValueError(f"weights must not be empty, got shape {tuple(array.shape)}")
+    return array
+
+
+def _tick_positions(size: int, labels: list[str] | None) -> tuple[list[float], list[str]]:
+    """Tick positions at cell centres and their texts: the labels, or thinned-out positions."""
+    if labels is not None:
+        return [i + 0.5 for i in range(size)], labels
+    step = -(-size // 20)  # at most 20 position labels
+    return [i + 0.5 for i in range(0, size, step)], [str(i) for i in range(0, size, step)]
+
+
+def head_grid(
+    weights: torch.Tensor | np.ndarray,
+    query_tokens: list[str] | tuple[str, ...] | None = None,
+    key_tokens: list[str] | tuple[str, ...] | None = None,
+    *,
+    ncols: int = 4,
+    titles: list[str] | tuple[str, ...] | None = None,
+    title: str | None = None,
+    figsize: tuple[float, float] | None = None,
+    cmap: str = "viridis",
+) -> Figure:
+    """Draw the attention matrices of several heads side by side, on one colour scale.
+
+    Head ``h`` (counting from 0) is drawn in panel ``h``, filling the grid row by row. All
+    panels share one colour scale, from 0 to the largest weight of any head, and one colour
+    bar, so equal colours mean equal weights in every panel. Query tokens label the rows of
+    the panels in the first column, key tokens the columns of the lowest panel of each
+    column.
+
+    Args:
+        weights: Attention weights of shape ``[H, Tq, Tk]``, a tensor (any float dtype, any
+            device, with or without grad) or an array. For the ``[B, H, Tq, Tk]`` weights a
+            module returns, pick one batch element first, e.g. ``weights[0]``.
+        query_tokens: ``Tq`` labels for the rows. Defaults to the positions ``0 .. Tq-1``.
+        key_tokens: ``Tk`` labels for the columns. Defaults to ``query_tokens`` when each
+            matrix is square (self-attention), otherwise to the positions ``0 .. Tk-1``.
+        ncols: Number of panels per row, a positive int; fewer if there are fewer heads.
+        titles: ``H`` panel titles. Defaults to ``"head 1"``, ..., ``"head H"``, numbered
+            from 1 as in ``head_1 ... head_h`` of the paper.
+        title: Title of the whole figure.
+        figsize: Size of the figure in inches. By default it is sized to the grid and to the
+            matrices, at most 10 inches wide.
+        cmap: Name of a matplotlib colormap. The default, ``"viridis"``, is perceptually
+            uniform and readable with colour-vision deficiencies.
+
+    Returns:
+        The figure: ``H`` heatmap axes, in head order, followed by the colour bar's axes. It
+        is not shown; close it with ``plt.close(fig)`` once it has been displayed or saved.
+
+    Raises:
+        TypeError: If ``weights`` is not a tensor or array of numbers, a token list or
+            ``titles`` is a single string, or ``ncols`` is not an int.
+        ValueError: If ``weights`` is not 3-D or is empty, if ``query_tokens`` or
+            ``key_tokens`` does not have one label per row or column, if ``titles`` does
+            not have one title per head, or if ``ncols`` is not positive.
+    """
+    array = _as_head_stack(weights)
+    num_heads, num_queries, num_keys = array.shape
+    if key_tokens is None and num_queries == num_keys:
+        key_tokens = query_tokens
+    row_labels = _check_tokens(query_tokens, "query_tokens", num_queries, "rows (queries)")
+    col_labels = _check_tokens(key_tokens, "key_tokens", num_keys, "columns (keys)")
+    check_int(ncols, "ncols")
+    if titles is None:
+        titles = [f"head {h + 1}" for h in range(num_heads)]
+    elif isinstance(titles, str):
+        raise TypeError(f"titles must be a sequence of {num_heads} titles, not a single string")
+    else:
+        titles = [str(panel_title) for panel_title in titles]
+        if len(titles) != num_heads:
+            raise ValueError(
+                f"titles has {len(titles)} titles but weights has {num_heads} heads "
+                f"(weights is [H, Tq, Tk])"
+            )
+
+    ncols = min(ncols, num_heads)
+    nrows = -(-num_heads // ncols)  # ceiling division
+    if figsize is None:
+        # Square cells; about 1.8 inches of tick labels and colour bar, 10 inches at most.
+        cell = min(
+            0.35, 2.4 / max(num_queries, num_keys), (8.2 - 0.25 * ncols) / (ncols * num_keys)
+        )
+        width = ncols * (num_keys * cell + 0.25) + 1.8
+        height = nrows * (num_queries * cell + 0.35) + 0.8 + (0.4 if title else 0.0)
+        figsize = (width, height)
+    fig, grid = plt.subplots(nrows, ncols, figsize=figsize, layout="constrained", squeeze=False)
+    axes = list(grid.flat)
+    for ax in axes[num_heads:]:
+        ax.remove()
+    axes = axes[:num_heads]
+
+    # One scale for every panel; an all-zero stack still gets a usable colour bar.
+    vmax = float(array.max()) if array.max() > 0 else 1.0
+    # Without tokens, label every position, or every k-th one in long sequences.
+    row_ticks, row_texts = _tick_positions(num_queries, row_labels)
+    col_ticks, col_texts = _tick_positions(num_keys, col_labels)
+    rotate = col_labels is not None and max(len(label) for label in col_labels) > 4
+    for head, ax in enumerate(axes):
+        col = head % ncols
+        # Drawn with pcolormesh rather than seaborn, whose heatmap redraws the whole figure
+        # once per call (to check tick overlap): quadratic in the number of heads.
+        ax.pcolormesh(array[head], cmap=cmap, vmin=0.0, vmax=vmax)
+        ax.set_xlim(0, num_keys)
+        ax.set_ylim(num_queries, 0)  # query 0 on top, as in a printed matrix
+        ax.set_aspect("equal")
+        ax.spines[:].set_visible(False)
+        ax.set_title(titles[head])
+        # Labels go on the outer panels only: the lowest panel of each column and the first
+        # column.
+        if head + ncols >= num_heads:
+            ax.set_xticks(col_ticks, col_texts)
+            if rotate:
+                plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
+            ax.set_xlabel("key")
+        else:
+            ax.set_xticks([])
+        if col == 0:
+            ax.set_yticks(row_ticks, row_texts)
+            ax.set_ylabel("query")
+        else:
+            ax.set_yticks([])
+    fig.colorbar(axes[0].collections[0], ax=axes, label="attention weight", shrink=0.9)
+    if title is not None:
+        fig.suptitle(title)
+    return fig
+
+
+# Two colours that differ in lightness as well as hue, so the two states stay distinct in
+# greyscale and for every colour-vision deficiency: the Okabe-Ito blue and a pale grey.
+_MAY_ATTEND_COLOUR = "#0072B2"
+_BLOCKED_COLOUR = "#DDDDDD"
+# Up to this many rows and columns every position gets a tick and the cells are outlined.
+_GRID_MAX_SIZE = 32
+
+
+def _as_2d_bool_array(mask: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Convert a boolean ``mask`` to a NumPy bool array of rank 2, or raise."""
+    if isinstance(mask, torch.Tensor):
+        dtype = mask.dtype
+        array = mask.detach().cpu().numpy() if dtype == torch.bool else None
+    elif isinstance(mask, np.ndarray):
+        dtype = mask.dtype
+        array = mask if dtype == np.bool_ else None
+    else:
+        raise TypeError(
+            "mask must be a torch.bool tensor or a NumPy bool array with True = may attend, "
+            f"got {type(mask).__name__}"
+        )
+    if array is None:
+        raise TypeError(
+            f"mask must have a bool dtype with True = may attend, got {dtype}. Convert with "
+            "mask.bool() if 1 means 'may attend', or ~mask.bool() if 1 means 'blocked'."
+        )
+    if array.ndim != 2:
+        hint = ""
+        if array.ndim > 2:
+            hint = (
+                " Pick one batch element and head first, e.g. mask[0, 0] for [B, H, Tq, Tk];"
+                " expand a padding mask [B, 1, 1, Tk] first, e.g. mask.expand(B, 1, Tq, Tk)."
+            )
+        raise ValueError(
+            f"mask must be 2-D with shape [Tq, Tk], got shape {tuple(array.shape)}.{hint}"
+        )
+    if array.size == 0:
+        raise ValueError(f"mask must not be empty, got shape {tuple(array.shape)}")
+    return array
+
+
+def mask_image(
+    mask: torch.Tensor | np.ndarray,
+    query_tokens: list[str] | tuple[str, ...] | None = None,
+    key_tokens: list[str] | tuple[str, ...] | None = None,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    legend: bool = True,
+) -> Figure:
+    """Draw one boolean attention mask as a two-colour image.
+
+    Cell ``[i, j]`` is blue where query ``i`` may attend to key ``j`` (``True``) and pale
+    grey where it is blocked (``False``), the library's one mask polarity. A legend names
+    the two colours.
+
+    Args:
+        mask: Mask of shape ``[Tq, Tk]``, a ``torch.bool`` tensor (any device) or a NumPy
+            bool array, ``True`` where the query may attend to the key. For a batched mask
+            pick one batch element and head first, e.g. ``mask[0, 0]``.
+        query_tokens: ``Tq`` labels for the rows. Defaults to the positions ``0 .. Tq-1``.
+        key_tokens: ``Tk`` labels for the columns. Defaults to ``query_tokens`` when the
+            mask is square (self-attention), otherwise to the positions ``0 .. Tk-1``.
+        ax: Axes to draw into. By default a new figure is created, sized to the mask.
+        title: Title of the axes.
+        legend: Whether to add the legend ("may attend", "blocked") to the right of the
+            axes. Turn it off for all but one panel of a figure with several masks.
+
+    Returns:
+        The figure holding the image (the figure of ``ax`` when ``ax`` is given). It is not
+        shown; close it with ``plt.close(fig)`` once it has been displayed or saved.
+
+    Raises:
+        TypeError: If ``mask`` is not a bool tensor or array (the message shows the
+            conversion from the 0/1 conventions), or a token list is a single string.
+        ValueError: If ``mask`` is not 2-D or is empty, or if ``query_tokens`` or
+            ``key_tokens`` does not have one label per row or column.
+    """
+    array = _as_2d_bool_array(mask)
+    num_queries, num_keys = array.shape
+    if key_tokens is None and num_queries == num_keys:
+        key_tokens = query_tokens
+    row_labels = _check_tokens(
+        query_tokens, "query_tokens", num_queries, "rows (queries)", array_name="mask"
+    )
+    col_labels = _check_tokens(
+        key_tokens, "key_tokens", num_keys, "columns (keys)", array_name="mask"
+    )
+
+    if ax is None:
+        # Square cells of at most half an inch, plus room for the labels and the legend.
+        cell = min(0.5, 6.5 / max(num_queries, num_keys))
+        width = (3.4 if legend else 1.4) + cell * num_keys
+        height = 1.4 + cell * num_queries
+        fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    else:
+        fig = ax.figure
+
+    colours = ListedColormap([_BLOCKED_COLOUR, _MAY_ATTEND_COLOUR])
+    ax.imshow(array.astype(np.uint8), cmap=colours, vmin=0, vmax=1, interpolation="nearest")
+    if max(num_queries, num_keys) <= _GRID_MAX_SIZE:
+        # White lines between the cells, so that single cells can be counted.
+        ax.set_xticks(np.arange(num_keys + 1) - 0.5, minor=True)
+        ax.set_yticks(np.arange(num_queries + 1) - 0.5, minor=True)
+        ax.grid(which="minor", color="white", linewidth=1.5)
+        ax.tick_params(which="minor", length=0)
+    for axis, labels, size in (
+        (ax.xaxis, col_labels, num_keys),
+        (ax.yaxis, row_labels, num_queries),
+    ):
+        if labels is not None:
+            axis.set_ticks(np.arange(size), labels)
+        elif size <= _GRID_MAX_SIZE:
+            axis.set_ticks(np.arange(size), [str(position) for position in range(size)])
+        else:
+            axis.set_major_locator(MaxNLocator(integer=True))
+    if col_labels is not None and max(len(label) for label in col_labels) > 4:
+        plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    if title is not None:
+        ax.set_title(title)
+    if legend:
+        handles = [
+            Patch(facecolor=_MAY_ATTEND_COLOUR, label="may attend (True)"),
+            Patch(facecolor=_BLOCKED_COLOUR, edgecolor="0.6", label="blocked (False)"),
+        ]
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    return fig
+
+
+def _as_encoding_array(encoding: torch.Tensor | np.ndarray) -> np.ndarray:
+    """Convert ``encoding`` to a float64 NumPy array of shape ``[T, D]``, or raise."""
+    if isinstance(encoding, torch.Tensor):
+        # float64 holds float32, float16 and bfloat16 values exactly, so nothing is rounded.
+        array = encoding.detach().cpu().to(torch.float64).numpy()
+    else:
+        try:
+            array = np.asarray(encoding, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"encoding must be a torch.Tensor or a NumPy array of numbers, "
+                f"got {type(encoding).__name__}"
+            ) from error
+    if array.ndim != 2:
+        raise ValueError(
+            f"encoding must be 2-D with shape [T, D] (positions x dimensions), "
+            f"got shape {tuple(array.shape)}"
+        )
+    if array.size == 0:
+        raise ValueError(f"encoding must not be empty, got shape {tuple(array.shape)}")
+    return array
+
+
+def encoding_heatmap(
+    encoding: torch.Tensor | np.ndarray,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    cmap: str = "RdBu_r",
+    colorbar_label: str = "encoding value",
+) -> Figure:
+    """Draw a positional encoding as a heatmap: one row per position, one column per dimension.
+
+    The colour scale is symmetric about 0 (from ``-m`` to ``m``, with ``m`` the largest
+    absolute value), so with a diverging colormap 0 is the neutral middle colour and positive
+    and negative values of equal size get equally strong colours.
+
+    Args:
+        encoding: Shape ``[T, D]``, a tensor (any float dtype, any device, with or without
+            grad) or an array: e.g. ``sinusoidal_encoding(T, D)`` or the weight of a learned
+            position table.
+        ax: Axes to draw into. By default a new 9 x 4 inch figure is created.
+        title: Title of the axes.
+        cmap: Name of a matplotlib colormap. The default, ``"RdBu_r"`` (blue negative, red
+            positive), is a diverging map readable with the common colour-vision deficiencies.
+        colorbar_label: Label of the colour bar.
+
+    Returns:
+        The figure holding the heatmap and its colour bar (the figure of ``ax`` when ``ax`` is
+        given). It is not shown; close it with ``plt.close(fig)`` once it has been displayed
+        or saved.
+
+    Raises:
+        TypeError: If ``encoding`` is not a tensor or array of numbers.
+        ValueError: If ``encoding`` is not 2-D or is empty.
+    """
+    array = _as_encoding_array(encoding)
+    largest = float(np.nanmax(np.abs(array))) if np.isfinite(array).any() else 0.0
+    # An all-zero encoding still gets a usable, centred scale.
+    limit = largest if 0.0 < largest < np.inf else 1.0
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(9.0, 4.0), layout="constrained")
+    else:
+        fig = ax.figure
+    image = ax.imshow(array, cmap=cmap, vmin=-limit, vmax=limit, aspect="auto")
+    colorbar = fig.colorbar(image, ax=ax)
+    colorbar.set_label(colorbar_label)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("dimension")
+    ax.set_ylabel("position")
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+# Bend of every arc (matplotlib's ``arc3`` ``rad``): an arc between tokens ``s`` places apart
+# rises ``_ARC_BEND * s / 2`` above (or below) the row of tokens.
+_ARC_BEND = 0.5
+# Arcs start and end this far (in data units, one unit between neighbouring tokens) above or
+# below a token's centre, on the edge of its label box.
+_ARC_END = 0.15
+
+
+def attention_arcs(
+    weights: torch.Tensor | np.ndarray,
+    tokens: list[str] | tuple[str, ...] | None = None,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+    highlight: list[tuple[int, int]] | tuple[tuple[int, int], ...] | None = None,
+    linewidth: float = 2.0,
+    color: str = "0.45",
+    highlight_color: str = "#D55E00",
+) -> Figure:
+    """Draw a square attention matrix, or a mask of who may attend to whom, as arcs.
+
+    The tokens sit in a row, in order. Every positive entry ``weights[i, j]`` with ``i != j``
+    (query ``i`` takes from key ``j``) becomes an arrow from token ``j`` to token ``i``: above
+    the row when the key comes earlier (``j < i``), below it when the key comes later. Arcs
+    between distant tokens rise higher, and heavier weights give wider, more opaque arcs. The
+    diagonal, a token attending to itself, is not drawn. Each arrow's ``gid`` is
+    ``"arc-{i}-{j}"``.
+
+    Args:
+        weights: Shape ``[T, T]``, non-negative: attention weights, or a ``torch.bool`` mask
+            (``True`` = may attend, drawn as weight 1), as a tensor or an array.
+        tokens: ``T`` labels, one per position. Defaults to the positions ``0 .. T-1``.
+        ax: Axes to draw into; its aspect is set to equal. By default a new figure is created,
+            sized to the sequence.
+        title: Title of the axes.
+        highlight: ``(query, key)`` pairs whose arcs are drawn on top, in
+            ``highlight_color``, e.g. the steps of a path. Each must be an arc that is drawn.
+        linewidth: Width in points of the arc of the largest weight.
+        color: Matplotlib colour of the arcs.
+        highlight_color: Matplotlib colour of the highlighted arcs. The default is the
+            vermilion of the Okabe-Ito palette, distinguishable with colour-vision
+            deficiencies.
+
+    Returns:
+        The figure holding the diagram (the figure of ``ax`` when ``ax`` is given). It is not
+        shown; close it with ``plt.close(fig)`` once it has been displayed or saved.
+
+    Raises:
+        TypeError: If ``weights`` is not a tensor or array of numbers, ``tokens`` is a single
+            string, or ``highlight`` is not a sequence of pairs of ints.
+        ValueError: If ``weights`` is not square ``[T, T]``, is empty, or has a negative or
+            non-finite entry; if ``tokens`` does not have ``T`` labels; if ``linewidth`` is
+            not positive; or if a ``highlight`` pair is not a drawn arc.
+    """
+    array = _as_2d_array(weights)
+    size = array.shape[0]
+    if array.shape[1] != size:
+        raise ValueError(
+            f"weights must be square [T, T] (self-attention over one sequence), "
+            f"got shape {tuple(array.shape)}"
+        )
+    if not np.isfinite(array).all() or (array < 0).any():
+        raise ValueError("weights must be finite and non-negative")
+    labels = _check_tokens(tokens, "tokens", size, "rows and columns")
+    if labels is None:
+        labels = [str(position) for position in range(size)]
+    if isinstance(linewidth, bool) or not isinstance(linewidth, int | float):
+        raise TypeError(f"linewidth must be a positive number, got {type(linewidth).__name__}")
+    if not 0 < linewidth < np.inf:
+        raise ValueError(f"linewidth must be a positive number, got {linewidth}")
+
+    arcs = [(i, j) for i in range(size) for j in range(size) if i != j and array[i, j] > 0]
+    highlighted = _check_highlight(highlight, set(arcs))
+
+    # How far the highest arc rises above the row, and the lowest falls below it.
+    rise = max((_ARC_BEND * (i - j) / 2 for i, j in arcs if j < i), default=0.0)
+    fall = max((_ARC_BEND * (j - i) / 2 for i, j in arcs if j > i), default=0.0)
+    y_limits = (-(fall + _ARC_END + 0.2), rise + _ARC_END + 0.2)
+    if ax is None:
+        width = min(10.0, max(4.0, 0.9 * size + 0.5))
+        height = (y_limits[1] - y_limits[0]) * width / size + (0.5 if title else 0.2)
+        fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    else:
+        fig = ax.figure
+
+    largest = max((array[i, j] for i, j in arcs), default=1.0)
+    for i, j in arcs:
+        share = array[i, j] / largest
+        is_highlighted = (i, j) in highlighted
+        end = _ARC_END if j < i else -_ARC_END
+        arrow = FancyArrowPatch(
+            (j, end),
+            (i, end),
+            connectionstyle=f"arc3,rad={-_ARC_BEND}",
+            arrowstyle="-|>,head_length=0.5,head_width=0.25",
+            mutation_scale=10 + 2 * linewidth,
+            linewidth=(linewidth + 1.0 if is_highlighted else linewidth * share),
+            color=highlight_color if is_highlighted else color,
+            alpha=1.0 if is_highlighted else 0.35 + 0.65 * share,
+            shrinkA=0.0,
+            shrinkB=0.0,
+            zorder=2 if is_highlighted else 1,
+            gid=f"arc-{i}-{j}",
+        )
+        ax.add_patch(arrow)
+    for position, label in enumerate(labels):
+        ax.text(
+            position,
+            0.0,
+            label,
+            ha="center",
+            va="center",
+            zorder=3,
+            bbox={"boxstyle": "round,pad=0.3", "facecolor": "white", "edgecolor": "0.3"},
+        )
+    ax.set_xlim(-0.6, size - 0.4)
+    ax.set_ylim(*y_limits)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    if title is not None:
+        ax.set_title(title)
+    return fig
+
+
+def _check_highlight(
+    highlight: list[tuple[int, int]] | tuple[tuple[int, int], ...] | None,
+    arcs: set[tuple[int, int]],
+) -> set[tuple[int, int]]:
+    """Return the ``(query, key)`` pairs of ``highlight`` as a set, or raise."""
+    if highlight is None:
+        return set()
+    pairs = set()
+    for pair in highlight:
+        if (
+            not isinstance(pair, tuple | list)
+            or len(pair) != 2
+            or any(isinstance(p, bool) or not isinstance(p, int | np.integer) for p in pair)
+        ):
+            raise TypeError(f"highlight must hold (query, key) pairs of ints, got {pair!r}")
+        query, key = (int(p) for p in pair)
+        if (query, key) not in arcs:
+            raise ValueError(
+                f"highlight pair {(query, key)} is not a drawn arc: it needs query != key "
+                f"and a positive weights[{query}, {key}]"
+            )
+        pairs.add((query, key))
+    return pairs
