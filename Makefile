@@ -49,8 +49,8 @@ print-lib-hash:
 	@echo $(LIB_HASH)
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests benchmarks book/_ext
-	$(BIN)/ruff format --check lib tests benchmarks book/_ext
+	$(BIN)/ruff check lib tests book/_ext
+	$(BIN)/ruff format --check lib tests book/_ext
 
 # The book is built first (zero warnings, or it fails), then one pytest run covers the library,
 # the built HTML and the browser checks of it.
