@@ -12,6 +12,7 @@ import pkgutil
 import re
 
 import jupytext
+import nbformat
 import pytest
 import yaml
 
@@ -98,3 +99,11 @@ def test_toc_lists_only_existing_files():
     files = [toc["root"]] + [c["file"] for p in toc["parts"] for c in p["chapters"]]
     for f in files:
         assert (ROOT / f"{f}.md").is_file(), f"_toc.yml lists {f}, which does not exist"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_page_converts_to_a_valid_learner_notebook(path):
+    """`make notebooks` writes each page as .ipynb with jupytext; the result must validate."""
+    nb = nbformat.reads(jupytext.writes(jupytext.read(path), fmt="ipynb"), as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
