@@ -7,6 +7,8 @@ that names the argument, as the library's contract promises.
 import math
 import numbers
 
+import torch
+
 
 def check_int(value: int, name: str, minimum: int | None = 1) -> None:
     """Require an int (not a bool) that is at least ``minimum`` (any int if it is None)."""
@@ -41,3 +43,13 @@ def check_real_above(value: float, name: str, lower: float) -> None:
         )
     if not (lower < value < math.inf):
         raise ValueError(f"{name} must be a finite real number > {lower}, got {value}")
+
+
+def check_sequence(x: torch.Tensor, name: str, width: int) -> None:
+    """Require a floating tensor of shape ``[B, T, width]``: a batch of token vectors."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
+    if x.ndim != 3 or x.shape[-1] != width:
+        raise ValueError(f"{name} must have shape [B, T, {width}], got {list(x.shape)}")

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attention_lab._validation import check_bool, check_int, check_probability
+from attention_lab._validation import check_bool, check_int, check_probability, check_sequence
 from attention_lab.masks import check_mask
 
 
@@ -128,15 +128,6 @@ def scaled_dot_product_attention(
     return output, weights
 
 
-def _check_sequence(x: torch.Tensor, name: str, width: int) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
-    if x.ndim != 3 or x.shape[-1] != width:
-        raise ValueError(f"{name} must have shape [B, T, {width}], got {list(x.shape)}")
-
-
 class SelfAttention(nn.Module):
     """One head of self-attention: queries, keys and values are projections of the same input.
 
@@ -189,7 +180,7 @@ class SelfAttention(nn.Module):
             TypeError: If ``x`` is not a floating tensor or ``mask`` is not a bool tensor.
             ValueError: If ``x`` is not ``[B, T, D]`` or ``mask`` does not broadcast.
         """
-        _check_sequence(x, "x", self.embed_dim)
+        check_sequence(x, "x", self.embed_dim)
         # The head dimension H = 1 gives weights the shape every attention module returns.
         query = self.query(x).unsqueeze(1)  # [B, 1, T, Dh]
         key = self.key(x).unsqueeze(1)  # [B, 1, T, Dh]
@@ -290,7 +281,7 @@ class MultiHeadAttention(nn.Module):
 
     def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
         for name, tensor in (("query", query), ("key", key), ("value", value)):
-            _check_sequence(tensor, name, self.d_model)
+            check_sequence(tensor, name, self.d_model)
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(
                 "key [B, Tk, D] and value [B, Tk, D] must have the same B and Tk, "

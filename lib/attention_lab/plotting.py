@@ -26,31 +26,44 @@ __all__ = ["attention_arcs", "attention_heatmap", "encoding_heatmap", "head_grid
 _ANNOTATE_MAX_SIZE = 8
 
 
-def _as_2d_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
-    """Convert ``weights`` to a float64 NumPy array of rank 2, or raise."""
-    if isinstance(weights, torch.Tensor):
+def _as_float_array(
+    values: torch.Tensor | np.ndarray, name: str, shape: str, hints: dict[int, str] | None = None
+) -> np.ndarray:
+    """Convert ``values`` to a float64 NumPy array whose rank matches ``shape``, or raise.
+
+    ``shape`` is the expected shape as written in messages, e.g. ``"[Tq, Tk]"``; ``hints`` maps
+    a wrong rank to a sentence telling the caller how to get the right one.
+    """
+    if isinstance(values, torch.Tensor):
         # float64 holds float32, float16 and bfloat16 values exactly, so nothing is rounded.
-        array = weights.detach().cpu().to(torch.float64).numpy()
+        array = values.detach().cpu().to(torch.float64).numpy()
     else:
         try:
-            array = np.asarray(weights, dtype=np.float64)
+            array = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError) as error:
             raise TypeError(
-                f"weights must be a torch.Tensor or a NumPy array of numbers, "
-                f"got {type(weights).__name__}"
+                f"{name} must be a torch.Tensor or a NumPy array of numbers, "
+                f"got {type(values).__name__}"
             ) from error
-    if array.ndim != 2:
-        hint = ""
-        if array.ndim == 4:
-            hint = " Pick one batch element and one head first, e.g. weights[0, 0]."
-        elif array.ndim == 3:
-            hint = " Pick one batch element (or head) first, e.g. weights[0]."
+    ndim = shape.count(",") + 1
+    if array.ndim != ndim:
+        hint = (hints or {}).get(array.ndim, "")
         raise ValueError(
-            f"weights must be 2-D with shape [Tq, Tk], got shape {tuple(array.shape)}.{hint}"
+            f"{name} must be {ndim}-D with shape {shape}, got shape {tuple(array.shape)}."
+            + (f" {hint}" if hint else "")
         )
     if array.size == 0:
-        raise ValueError(f"weights must not be empty, got shape {tuple(array.shape)}")
+        raise ValueError(f"{name} must not be empty, got shape {tuple(array.shape)}")
     return array
+
+
+def _as_2d_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
+    """``weights`` as a float64 ``[Tq, Tk]`` array, or raise."""
+    hints = {
+        4: "Pick one batch element and one head first, e.g. weights[0, 0].",
+        3: "Pick one batch element (or head) first, e.g. weights[0].",
+    }
+    return _as_float_array(weights, "weights", "[Tq, Tk]", hints)
 
 
 def _check_tokens(
@@ -156,29 +169,12 @@ def attention_heatmap(
 
 
 def _as_head_stack(weights: torch.Tensor | np.ndarray) -> np.ndarray:
-    """Convert ``weights`` to a float64 NumPy array of shape ``[H, Tq, Tk]``, or raise."""
-    if isinstance(weights, torch.Tensor):
-        array = weights.detach().cpu().to(torch.float64).numpy()
-    else:
-        try:
-            array = np.asarray(weights, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"weights must be a torch.Tensor or a NumPy array of numbers, "
-                f"got {type(weights).__name__}"
-            ) from error
-    if array.ndim != 3:
-        hint = ""
-        if array.ndim == 4:
-            hint = " Pick one batch element first, e.g. weights[0]."
-        elif array.ndim == 2:
-            hint = " For a single head, add a head axis (weights[None]) or use attention_heatmap."
-        raise ValueError(
-            f"weights must be 3-D with shape [H, Tq, Tk], got shape {tuple(array.shape)}.{hint}"
-        )
-    if array.size == 0:
-        raise ValueError(f"weights must not be empty, got shape {tuple(array.shape)}")
-    return array
+    """``weights`` as a float64 ``[H, Tq, Tk]`` array, or raise."""
+    hints = {
+        4: "Pick one batch element first, e.g. weights[0].",
+        2: "For a single head, add a head axis (weights[None]) or use attention_heatmap.",
+    }
+    return _as_float_array(weights, "weights", "[H, Tq, Tk]", hints)
 
 
 def _tick_positions(size: int, labels: list[str] | None) -> tuple[list[float], list[str]]:
@@ -438,26 +434,8 @@ def mask_image(
 
 
 def _as_encoding_array(encoding: torch.Tensor | np.ndarray) -> np.ndarray:
-    """Convert ``encoding`` to a float64 NumPy array of shape ``[T, D]``, or raise."""
-    if isinstance(encoding, torch.Tensor):
-        # float64 holds float32, float16 and bfloat16 values exactly, so nothing is rounded.
-        array = encoding.detach().cpu().to(torch.float64).numpy()
-    else:
-        try:
-            array = np.asarray(encoding, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"encoding must be a torch.Tensor or a NumPy array of numbers, "
-                f"got {type(encoding).__name__}"
-            ) from error
-    if array.ndim != 2:
-        raise ValueError(
-            f"encoding must be 2-D with shape [T, D] (positions x dimensions), "
-            f"got shape {tuple(array.shape)}"
-        )
-    if array.size == 0:
-        raise ValueError(f"encoding must not be empty, got shape {tuple(array.shape)}")
-    return array
+    """``encoding`` as a float64 ``[T, D]`` array (positions x dimensions), or raise."""
+    return _as_float_array(encoding, "encoding", "[T, D]")
 
 
 def encoding_heatmap(

@@ -10,7 +10,7 @@ keys of each head, so that attention scores depend on relative positions.
 import torch
 from torch import nn
 
-from attention_lab._validation import check_int, check_probability, check_real_above
+from attention_lab._validation import check_int, check_probability, check_real_above, check_sequence
 
 
 def sinusoidal_encoding(max_len: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
@@ -100,13 +100,10 @@ class SinusoidalPositionalEncoding(nn.Module):
             Shape ``[B, T, D]``, same dtype and device as ``x``: ``dropout(x + PE[:T])``.
 
         Raises:
-            TypeError: If ``x`` is not a tensor.
+            TypeError: If ``x`` is not a floating tensor.
             ValueError: If ``x`` does not have shape ``[B, T, D]``.
         """
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-        if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape [B, T, {self.d_model}], got {list(x.shape)}")
+        check_sequence(x, "x", self.d_model)
         seq_len = x.shape[1]
         encoding = self.encoding
         if seq_len > encoding.shape[0]:
@@ -166,12 +163,7 @@ class LearnedPositionalEmbedding(nn.Module):
             TypeError: If ``x`` is not a floating tensor.
             ValueError: If ``x`` does not have shape ``[B, T, D]``, or if ``T > max_len``.
         """
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-        if not x.is_floating_point():
-            raise TypeError(f"x must have a floating dtype, got {x.dtype}")
-        if x.ndim != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape [B, T, {self.d_model}], got {list(x.shape)}")
+        check_sequence(x, "x", self.d_model)
         seq_len = x.shape[1]
         if seq_len > self.max_len:
             raise ValueError(
