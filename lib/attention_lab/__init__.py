@@ -10,6 +10,10 @@ Submodules:
   learned absolute position embeddings and rotary embeddings (RoPE).
 - ``attention_lab.attention``: scaled dot-product attention, one-head self-attention and
   multi-head attention.
+- ``attention_lab.efficient``: exact attention computed block by block with an online softmax,
+  never holding the ``[Tq, Tk]`` weights (``from attention_lab import efficient``).
+- ``attention_lab.data``: synthetic token sequences, padding, a patterned (reversal) task, and
+  pandas frames with validation (imported on demand: ``from attention_lab import data``).
 - ``attention_lab.plotting``: figures of weights, masks and encodings (imported on demand,
   ``from attention_lab import plotting``, so that the models do not load matplotlib).
 
