@@ -11,6 +11,7 @@ from torch import nn
 
 from attention_lab.attention import MultiHeadAttention, SelfAttention, scaled_dot_product_attention
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
+from conftest import HALF_TOLERANCE, random_inputs
 
 SHAPES = {
     # name: (query, key, value)
@@ -23,20 +24,6 @@ SHAPES = {
     "no_batch": ([4, 8], [6, 8], [6, 5]),
 }
 MASK_KINDS = ["none", "causal", "padding", "combined", "broadcast_1_1_tq_tk", "full"]
-
-# Half-precision results are compared with a float32 reference computed from the same
-# (rounded) inputs, so the tolerance covers only the rounding inside the computation.
-HALF_TOLERANCE = {
-    torch.float16: {"atol": 2e-3, "rtol": 2e-3},
-    torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2},
-}
-
-
-def random_inputs(shapes, dtype=torch.float32, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return [
-        torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype) for shape in shapes
-    ]
 
 
 def make_mask(kind, scores_shape, seed=0):

@@ -12,6 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.efficient import tiled_attention
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
+from conftest import HALF_TOLERANCE, random_inputs
 
 CASES = {
     # name: (query, key, value, block_size)
@@ -26,20 +27,6 @@ CASES = {
     "no_batch": ([4, 8], [9, 8], [9, 5], 4),
 }
 MASK_KINDS = ["none", "causal", "padding", "combined"]
-
-# Half-precision results are compared with a float32 reference computed from the same
-# (rounded) inputs, so the tolerance covers only the rounding inside the computation.
-HALF_TOLERANCE = {
-    torch.float16: {"atol": 2e-3, "rtol": 2e-3},
-    torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2},
-}
-
-
-def random_inputs(shapes, dtype=torch.float32, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return [
-        torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype) for shape in shapes
-    ]
 
 
 def make_mask(kind, query, key, seed=0):
