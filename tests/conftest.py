@@ -7,7 +7,12 @@ first). Outside CI a missing prerequisite skips those tests with a message sayin
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
+import shutil
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -46,3 +51,56 @@ def random_inputs(shapes, dtype=torch.float32, seed=0):
     return [
         torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype) for shape in shapes
     ]
+
+
+# Browser tests (test_browser*.py): Debian's Chromium driven by Playwright over a local server.
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+SCREENSHOTS = ROOT / "tests" / "screenshots"
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(html_dir):
+    handler = functools.partial(QuietHandler, directory=str(html_dir))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+        missing(
+            f"Chromium not found at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)"
+        )
+    from playwright.sync_api import sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="attention-lab-chromium-")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            profile,
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        yield context
+        context.close()
+    shutil.rmtree(profile, ignore_errors=True)

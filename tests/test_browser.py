@@ -11,69 +11,13 @@ nothing downloads a browser. Without Chromium the tests skip, except with CI=tru
 from __future__ import annotations
 
 import functools
-import http.server
-import os
-import shutil
-import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, missing
+from conftest import SCREENSHOTS
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-]
-SCREENSHOTS = ROOT / "tests" / "screenshots"
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
-        pass
-
-
-@pytest.fixture(scope="module")
-def server(html_dir):
-    handler = functools.partial(QuietHandler, directory=str(html_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        missing(
-            f"Chromium not found at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)"
-        )
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="attention-lab-chromium-")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900},
-        )
-        yield context
-        context.close()
-    shutil.rmtree(profile, ignore_errors=True)
 
 
 class PageVisit:
