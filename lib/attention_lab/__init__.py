@@ -10,6 +10,8 @@ Submodules:
   learned absolute position embeddings and rotary embeddings (RoPE).
 - ``attention_lab.attention``: scaled dot-product attention, one-head self-attention and
   multi-head attention.
+- ``attention_lab.layers``: the Transformer block: feed-forward network, encoder and decoder
+  layers (post-norm or pre-norm), and a small token encoder.
 - ``attention_lab.efficient``: exact attention computed block by block with an online softmax,
   never holding the ``[Tq, Tk]`` weights (``from attention_lab import efficient``).
 - ``attention_lab.data``: synthetic token sequences, padding, a patterned (reversal) task, and
@@ -32,7 +34,7 @@ A mask is always a ``torch.bool`` tensor in which ``True`` means "may attend", b
 Importing the package prints nothing, changes no global setting and downloads nothing.
 """
 
-from attention_lab import attention, masks, positional
+from attention_lab import attention, layers, masks, positional
 
-__all__ = ["attention", "masks", "positional"]
+__all__ = ["attention", "layers", "masks", "positional"]
 __version__ = "0.1.0"

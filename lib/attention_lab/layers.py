@@ -1,0 +1,507 @@
+"""The Transformer block: feed-forward network, encoder and decoder layers, a small encoder.
+
+Each layer wraps :class:`~attention_lab.attention.MultiHeadAttention` with the two things that
+make deep stacks trainable: a residual connection around every sub-layer and a LayerNorm. Both
+arrangements are supported:
+
+- **post-norm** (``norm_first=False``, the original paper): ``x = norm(x + sublayer(x))``;
+- **pre-norm** (``norm_first=True``, most models since GPT-2): ``x = x + sublayer(norm(x))``.
+
+The parameter names follow PyTorch's ``nn.TransformerEncoderLayer`` (``linear1``, ``linear2``,
+``norm1``, ``norm2``, ...), and ``from_torch`` copies a PyTorch layer so the two can be checked
+against each other. Masks keep the library's one polarity: ``torch.bool``, ``True`` = may attend
+(PyTorch's layers use the opposite for bool masks: pass ``~mask`` to them).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F  # noqa: N812 - the conventional name
+
+from attention_lab._validation import (
+    check_bool,
+    check_int,
+    check_probability,
+    check_real_above,
+    check_sequence,
+)
+from attention_lab.attention import MultiHeadAttention
+from attention_lab.positional import SinusoidalPositionalEncoding
+
+__all__ = ["DecoderLayer", "EncoderLayer", "FeedForward", "TransformerEncoder"]
+
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _check_activation(activation: str) -> None:
+    if not isinstance(activation, str):
+        raise TypeError(
+            f"activation must be 'relu' or 'gelu', got {type(activation).__name__} {activation!r}"
+        )
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
+
+
+def _torch_activation_name(module: nn.Module) -> str:
+    """The name of a PyTorch layer's activation, if it is one this library has."""
+    activation = module.activation
+    if activation is F.relu or isinstance(activation, nn.ReLU):
+        return "relu"
+    if activation is F.gelu or (
+        isinstance(activation, nn.GELU) and activation.approximate == "none"
+    ):
+        return "gelu"
+    raise ValueError(
+        f"module uses activation {activation!r}; only relu and exact gelu are supported"
+    )
+
+
+class FeedForward(nn.Module):
+    """The position-wise feed-forward network: ``linear2(dropout(activation(linear1(x))))``.
+
+    The same two-layer network is applied to every position independently; it widens each
+    vector to ``d_ff`` (4 × ``d_model`` by default), applies the non-linearity, and projects
+    back.
+
+    Args:
+        d_model: Model width ``D``, a positive int.
+        d_ff: Hidden width, a positive int; ``4 * d_model`` when ``None``.
+        dropout: Dropout probability after the activation, in ``[0, 1)``.
+        activation: ``"relu"`` (the original paper) or ``"gelu"`` (exact, as in BERT).
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If an argument is out of range.
+
+    Example:
+        >>> FeedForward(d_model=8)(torch.randn(2, 5, 8)).shape
+        torch.Size([2, 5, 8])
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_ff: int | None = None,
+        *,
+        dropout: float = 0.0,
+        activation: str = "relu",
+    ) -> None:
+        super().__init__()
+        check_int(d_model, "d_model")
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        check_int(d_ff, "d_ff")
+        check_probability(dropout, "dropout")
+        _check_activation(activation)
+        self.d_model = d_model
+        self.d_ff = d_ff
+        self.activation = activation
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.dropout = nn.Dropout(dropout)
+        self.linear2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Apply the network to every position.
+
+        Args:
+            x: Shape ``[B, T, D]``, a floating dtype.
+
+        Returns:
+            Shape ``[B, T, D]``.
+
+        Raises:
+            TypeError: If ``x`` is not a floating tensor.
+            ValueError: If ``x`` does not have shape ``[B, T, D]``.
+        """
+        check_sequence(x, "x", self.d_model)
+        hidden = _ACTIVATIONS[self.activation](self.linear1(x))  # [B, T, d_ff]
+        return self.linear2(self.dropout(hidden))
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"
+
+
+class EncoderLayer(nn.Module):
+    """One encoder layer: self-attention and a feed-forward network, each with a residual and a
+    LayerNorm, in the post-norm or the pre-norm arrangement.
+
+    Post-norm (``norm_first=False``)::
+
+        x = norm1(x + dropout1(self_attn(x)))
+        x = norm2(x + dropout2(feed_forward(x)))
+
+    Pre-norm (``norm_first=True``)::
+
+        x = x + dropout1(self_attn(norm1(x)))
+        x = x + dropout2(feed_forward(norm2(x)))
+
+    Args:
+        d_model: Model width ``D``, a positive int divisible by ``num_heads``.
+        num_heads: Number of attention heads ``H``.
+        d_ff: Hidden width of the feed-forward network.
+        dropout: Dropout probability on the attention weights, inside the feed-forward
+            network and on each sub-layer's output, in ``[0, 1)``.
+        activation: ``"relu"`` or ``"gelu"``.
+        norm_first: ``False`` for post-norm, ``True`` for pre-norm.
+        layer_norm_eps: The ``eps`` of both LayerNorms, a positive float (BERT uses ``1e-12``).
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If an argument is out of range.
+
+    Example:
+        >>> layer = EncoderLayer(d_model=8, num_heads=2, d_ff=32)
+        >>> x, weights = layer(torch.randn(3, 5, 8))
+        >>> x.shape, weights.shape
+        (torch.Size([3, 5, 8]), torch.Size([3, 2, 5, 5]))
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        *,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        check_bool(norm_first, "norm_first")
+        check_real_above(layer_norm_eps, "layer_norm_eps", 0.0)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.d_model = d_model
+        self.norm_first = norm_first
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run the layer.
+
+        Args:
+            x: Shape ``[B, T, D]``, a floating dtype.
+            mask: Optional, ``torch.bool``, broadcastable to ``[B, H, T, T]``; ``True`` where a
+                position may attend, e.g. ``padding_mask(token_ids)`` (``[B, 1, 1, T]``).
+
+        Returns:
+            A pair ``(x, weights)``: the new representation, shape ``[B, T, D]``, and the
+            self-attention weights, shape ``[B, H, T, T]``.
+
+        Raises:
+            TypeError: If ``x`` is not a floating tensor or ``mask`` is not a bool tensor.
+            ValueError: If the shapes do not fit.
+        """
+        check_sequence(x, "x", self.d_model)
+        if self.norm_first:
+            attended, weights = self.self_attn(self.norm1(x), mask=mask)
+            x = x + self.dropout1(attended)
+            x = x + self.dropout2(self.feed_forward(self.norm2(x)))
+        else:
+            attended, weights = self.self_attn(x, mask=mask)
+            x = self.norm1(x + self.dropout1(attended))
+            x = self.norm2(x + self.dropout2(self.feed_forward(x)))
+        return x, weights
+
+    @classmethod
+    def from_torch(cls, module: nn.TransformerEncoderLayer) -> EncoderLayer:
+        """Build an ``EncoderLayer`` with the weights of a PyTorch ``nn.TransformerEncoderLayer``.
+
+        The copy computes what ``module`` computes for batch-first inputs (transpose them
+        first if ``module`` is not ``batch_first``). Give it the library's mask (``True`` = may
+        attend) where ``module`` gets the inverse (``src_mask=~mask`` or
+        ``src_key_padding_mask=~keep``). It has the same dropout, norm placement, activation,
+        LayerNorm eps, training mode, device and dtype.
+
+        Args:
+            module: The PyTorch layer to copy; relu or exact gelu, with biases.
+
+        Returns:
+            A new ``EncoderLayer`` holding copies of the weights.
+
+        Raises:
+            TypeError: If ``module`` is not an ``nn.TransformerEncoderLayer``.
+            ValueError: If ``module`` uses a feature this class cannot represent.
+        """
+        if not isinstance(module, nn.TransformerEncoderLayer):
+            raise TypeError(
+                f"module must be an nn.TransformerEncoderLayer, got {type(module).__name__}"
+            )
+        layer = cls(
+            module.linear1.in_features,
+            module.self_attn.num_heads,
+            module.linear1.out_features,
+            dropout=module.dropout.p,
+            activation=_torch_activation_name(module),
+            norm_first=module.norm_first,
+            layer_norm_eps=module.norm1.eps,
+        )
+        _copy_sublayers(layer, module)
+        layer.self_attn = MultiHeadAttention.from_torch(module.self_attn)
+        return layer.train(module.training)
+
+
+def _copy_sublayers(layer: nn.Module, module: nn.Module) -> None:
+    """Copy the feed-forward and LayerNorm weights that our layers and PyTorch's share."""
+    if module.linear1.bias is None or module.norm1.bias is None:
+        raise ValueError("module was built with bias=False, which this class cannot represent")
+    weight = module.linear1.weight
+    layer.to(device=weight.device, dtype=weight.dtype)
+    pairs = [
+        (layer.feed_forward.linear1, module.linear1),
+        (layer.feed_forward.linear2, module.linear2),
+        (layer.norm1, module.norm1),
+        (layer.norm2, module.norm2),
+    ]
+    if hasattr(module, "norm3"):
+        pairs.append((layer.norm3, module.norm3))
+    with torch.no_grad():
+        for ours, theirs in pairs:
+            ours.weight.copy_(theirs.weight)
+            ours.bias.copy_(theirs.bias)
+
+
+class DecoderLayer(nn.Module):
+    """One decoder layer: masked self-attention, cross-attention over the encoder's output
+    (``memory``), and a feed-forward network, each with a residual and a LayerNorm.
+
+    Post-norm (``norm_first=False``)::
+
+        x = norm1(x + dropout1(self_attn(x, self_mask)))
+        x = norm2(x + dropout2(cross_attn(x, memory, memory_mask)))
+        x = norm3(x + dropout3(feed_forward(x)))
+
+    Pre-norm applies each LayerNorm to the sub-layer's input instead, as in
+    :class:`EncoderLayer`. The queries of the cross-attention come from the decoder, its keys
+    and values from ``memory``: each target position reads the whole source sentence.
+
+    Args:
+        d_model: Model width ``D``, a positive int divisible by ``num_heads``.
+        num_heads: Number of attention heads ``H`` (both attentions).
+        d_ff: Hidden width of the feed-forward network.
+        dropout: Dropout probability, in ``[0, 1)``.
+        activation: ``"relu"`` or ``"gelu"``.
+        norm_first: ``False`` for post-norm, ``True`` for pre-norm.
+        layer_norm_eps: The ``eps`` of the three LayerNorms.
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If an argument is out of range.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        *,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        check_bool(norm_first, "norm_first")
+        check_real_above(layer_norm_eps, "layer_norm_eps", 0.0)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+        self.d_model = d_model
+        self.norm_first = norm_first
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        *,
+        self_mask: torch.Tensor | None = None,
+        memory_mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Run the layer.
+
+        Args:
+            x: Shape ``[B, Tq, D]``: the target sequence so far.
+            memory: Shape ``[B, Tk, D]``: the encoder's output for the source sequence.
+            self_mask: Optional ``torch.bool`` mask broadcastable to ``[B, H, Tq, Tq]``,
+                usually ``causal_mask(Tq)`` (combined with the target's padding mask).
+            memory_mask: Optional ``torch.bool`` mask broadcastable to ``[B, H, Tq, Tk]``,
+                usually the source's ``padding_mask`` (``[B, 1, 1, Tk]``).
+
+        Returns:
+            A triple ``(x, self_weights, cross_weights)``: shape ``[B, Tq, D]``, the
+            self-attention weights ``[B, H, Tq, Tq]`` and the cross-attention weights
+            ``[B, H, Tq, Tk]`` (target positions × source positions).
+
+        Raises:
+            TypeError: If an input is not a floating tensor or a mask is not a bool tensor.
+            ValueError: If the shapes do not fit.
+        """
+        check_sequence(x, "x", self.d_model)
+        check_sequence(memory, "memory", self.d_model)
+        if self.norm_first:
+            attended, self_weights = self.self_attn(self.norm1(x), mask=self_mask)
+            x = x + self.dropout1(attended)
+            attended, cross_weights = self.cross_attn(self.norm2(x), memory, mask=memory_mask)
+            x = x + self.dropout2(attended)
+            x = x + self.dropout3(self.feed_forward(self.norm3(x)))
+        else:
+            attended, self_weights = self.self_attn(x, mask=self_mask)
+            x = self.norm1(x + self.dropout1(attended))
+            attended, cross_weights = self.cross_attn(x, memory, mask=memory_mask)
+            x = self.norm2(x + self.dropout2(attended))
+            x = self.norm3(x + self.dropout3(self.feed_forward(x)))
+        return x, self_weights, cross_weights
+
+    @classmethod
+    def from_torch(cls, module: nn.TransformerDecoderLayer) -> DecoderLayer:
+        """Build a ``DecoderLayer`` with the weights of a PyTorch ``nn.TransformerDecoderLayer``.
+
+        PyTorch calls the cross-attention ``multihead_attn``; masks are passed inverted, as
+        for :meth:`EncoderLayer.from_torch`.
+
+        Args:
+            module: The PyTorch layer to copy; relu or exact gelu, with biases.
+
+        Returns:
+            A new ``DecoderLayer`` holding copies of the weights.
+
+        Raises:
+            TypeError: If ``module`` is not an ``nn.TransformerDecoderLayer``.
+            ValueError: If ``module`` uses a feature this class cannot represent.
+        """
+        if not isinstance(module, nn.TransformerDecoderLayer):
+            raise TypeError(
+                f"module must be an nn.TransformerDecoderLayer, got {type(module).__name__}"
+            )
+        layer = cls(
+            module.linear1.in_features,
+            module.self_attn.num_heads,
+            module.linear1.out_features,
+            dropout=module.dropout.p,
+            activation=_torch_activation_name(module),
+            norm_first=module.norm_first,
+            layer_norm_eps=module.norm1.eps,
+        )
+        _copy_sublayers(layer, module)
+        layer.self_attn = MultiHeadAttention.from_torch(module.self_attn)
+        layer.cross_attn = MultiHeadAttention.from_torch(module.multihead_attn)
+        return layer.train(module.training)
+
+
+class TransformerEncoder(nn.Module):
+    """A small Transformer encoder: token embedding × √d_model, plus the sinusoidal positional
+    encoding, then ``num_layers`` :class:`EncoderLayer` blocks (and a final LayerNorm when the
+    layers are pre-norm, whose last residual is otherwise never normalised).
+
+    Args:
+        vocab_size: Number of token ids, a positive int.
+        d_model: Model width ``D``.
+        num_layers: Number of encoder layers, a positive int.
+        num_heads: Heads per layer.
+        d_ff: Hidden width of each feed-forward network.
+        max_len: Positions whose encoding is precomputed (longer inputs still work).
+        dropout: Dropout probability everywhere, in ``[0, 1)``.
+        activation: ``"relu"`` or ``"gelu"``.
+        norm_first: ``False`` for post-norm layers, ``True`` for pre-norm.
+        layer_norm_eps: The ``eps`` of every LayerNorm.
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If an argument is out of range.
+
+    Example:
+        >>> encoder = TransformerEncoder(100, d_model=16, num_layers=2, num_heads=4, d_ff=32,
+        ...                              max_len=20)
+        >>> hidden, attentions = encoder(torch.randint(0, 100, (3, 7)))
+        >>> hidden.shape, len(attentions), attentions[0].shape
+        (torch.Size([3, 7, 16]), 2, torch.Size([3, 4, 7, 7]))
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        num_layers: int,
+        num_heads: int,
+        d_ff: int,
+        max_len: int,
+        *,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+    ) -> None:
+        super().__init__()
+        check_int(vocab_size, "vocab_size")
+        check_int(num_layers, "num_layers")
+        check_int(max_len, "max_len")
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.positional = SinusoidalPositionalEncoding(d_model, max_len, dropout=dropout)
+        self.layers = nn.ModuleList(
+            EncoderLayer(
+                d_model,
+                num_heads,
+                d_ff,
+                dropout=dropout,
+                activation=activation,
+                norm_first=norm_first,
+                layer_norm_eps=layer_norm_eps,
+            )
+            for _ in range(num_layers)
+        )
+        self.final_norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
+
+    def forward(
+        self, token_ids: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Encode a batch of token ids.
+
+        Args:
+            token_ids: Shape ``[B, T]``, an integer dtype, values in ``[0, vocab_size)``.
+            mask: Optional ``torch.bool`` mask broadcastable to ``[B, H, T, T]``, e.g.
+                ``padding_mask(token_ids)``. ``None`` lets every position attend everywhere
+                (padding included): pass the padding mask when a batch is padded.
+
+        Returns:
+            A pair ``(hidden, attentions)``: shape ``[B, T, D]``, and a list with one
+            ``[B, H, T, T]`` tensor of attention weights per layer.
+
+        Raises:
+            TypeError: If ``token_ids`` is not an integer tensor or ``mask`` is not bool.
+            ValueError: If ``token_ids`` is not 2-D or holds an id outside the vocabulary.
+        """
+        if not isinstance(token_ids, torch.Tensor):
+            raise TypeError(f"token_ids must be a torch.Tensor, got {type(token_ids).__name__}")
+        if token_ids.is_floating_point() or token_ids.is_complex() or token_ids.dtype == torch.bool:
+            raise TypeError(f"token_ids must have an integer dtype, got {token_ids.dtype}")
+        if token_ids.ndim != 2:
+            raise ValueError(f"token_ids must have shape [B, T], got {list(token_ids.shape)}")
+        if token_ids.numel() and (token_ids.min() < 0 or token_ids.max() >= self.vocab_size):
+            raise ValueError(
+                f"token_ids must lie in [0, vocab_size={self.vocab_size}), got values from "
+                f"{int(token_ids.min())} to {int(token_ids.max())}"
+            )
+        x = self.embedding(token_ids) * math.sqrt(self.d_model)  # [B, T, D]
+        x = self.positional(x)  # [B, T, D]
+        attentions = []
+        for layer in self.layers:
+            x, weights = layer(x, mask)
+            attentions.append(weights)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return x, attentions
