@@ -112,17 +112,21 @@ def scaled_dot_product_attention(
     """
     _check_attention_inputs(query, key, value, mask, dropout_p)
     scores = query @ key.transpose(-2, -1)  # [..., Tq, Tk]
-    scores = scores / math.sqrt(query.shape[-1])
+    # In place: the product is a fresh tensor, and each pass over [..., Tq, Tk] costs time.
+    scores.div_(math.sqrt(query.shape[-1]))
     if mask is not None:
         # The most negative finite value, not -inf: a row with every key blocked then has a
         # uniform softmax instead of 0 / 0 = NaN, and is zeroed below.
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     # Half-precision exponentials and sums lose too much: compute in at least float32.
     softmax_dtype = torch.promote_types(scores.dtype, torch.float32)
     weights = torch.softmax(scores, dim=-1, dtype=softmax_dtype).to(scores.dtype)
     if mask is not None:
-        # Blocked weights underflow to 0 already, except in a fully blocked (uniform) row.
-        weights = weights.masked_fill(~mask, 0.0)
+        # Blocked weights underflow to exactly 0 already, except in a row whose keys are all
+        # blocked (its softmax is uniform). Zero those rows, found on the small mask.
+        empty_rows = ~mask.any(dim=-1, keepdim=True)  # broadcastable to [..., Tq, 1]
+        if empty_rows.any():
+            weights = weights.masked_fill(empty_rows, 0.0)
     attended = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     output = attended @ value  # [..., Tq, Dv]
     return output, weights
