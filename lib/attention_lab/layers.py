@@ -406,6 +406,10 @@ class TransformerEncoder(nn.Module):
     encoding, then ``num_layers`` :class:`EncoderLayer` blocks (and a final LayerNorm when the
     layers are pre-norm, whose last residual is otherwise never normalised).
 
+    The embedding starts with entries drawn from ``N(0, 1 / d_model)``, so token and position
+    enter the first layer at the same scale (``nn.Embedding``'s default, ``N(0, 1)``, would make
+    the tokens √d_model times larger).
+
     Args:
         vocab_size: Number of token ids, a positive int.
         d_model: Model width ``D``.
@@ -451,6 +455,11 @@ class TransformerEncoder(nn.Module):
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.embedding = nn.Embedding(vocab_size, d_model)
+        # Entries of size 1/sqrt(D), so that after the multiplication by sqrt(D) the token part
+        # has entries of size about 1, like the positional encoding it is added to.
+        # nn.Embedding's default (size 1) would make it sqrt(D) times larger: the positions
+        # would be drowned, and a post-norm first layer's softmax saturated before training.
+        nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
         self.positional = SinusoidalPositionalEncoding(d_model, max_len, dropout=dropout)
         self.layers = nn.ModuleList(
             EncoderLayer(
