@@ -1,0 +1,431 @@
+"""pretrained: all-MiniLM-L6-v2 offline, and our encoder checked against ``transformers``' model.
+
+The model is loaded once per session (``load_minilm`` and the shared encoder are cached); the
+sentence-transformers reference is loaded once per module, with network connections refused.
+"""
+
+from __future__ import annotations
+
+import doctest
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_lab import pretrained
+from attention_lab.pretrained import (
+    BertEmbedding,
+    BertEncoder,
+    attention_maps,
+    encoder_from_minilm,
+    key_mask,
+    load_minilm,
+    load_tokenizer,
+    mean_pool,
+    model_path,
+    sentence_embeddings,
+)
+
+# Our encoder against transformers' BertModel. Measured on this machine: at most ~2e-6 on the
+# hidden states of real tokens and ~2e-6 on attention weights (float32).
+ATOL = 1e-4
+
+SENTENCES = [
+    "The cat sat on the mat.",
+    "Hi",
+    "Tokenization splits unbelievable words into WordPiece pieces, doesn't it?",
+    "Paris is the capital of France, and Berlin is the capital of Germany.",
+]
+
+
+@pytest.fixture(scope="module")
+def no_network():
+    """Refuse every outgoing connection: loading must work from the package directory alone."""
+
+    def refuse(*args, **kwargs):
+        raise OSError("network access attempted during an offline test")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket.socket, "connect", refuse)
+        patch.setattr(socket, "create_connection", refuse)
+        yield
+
+
+@pytest.fixture(scope="module")
+def minilm(no_network):
+    return load_minilm()
+
+
+@pytest.fixture(scope="module")
+def encoder(no_network):
+    return pretrained._shared_encoder()
+
+
+@pytest.fixture(scope="module")
+def sbert(no_network):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(model_path()), device="cpu", local_files_only=True)
+
+
+def run_both(minilm, encoder, batch):
+    _, model = minilm
+    with torch.no_grad():
+        reference = model(**batch, output_attentions=True)
+        hidden, attentions = encoder(
+            batch["input_ids"], batch["attention_mask"], batch["token_type_ids"]
+        )
+    return reference, hidden, attentions
+
+
+# ---------------------------------------------------------------------------------- import
+
+
+def test_import_does_not_import_transformers_or_print():
+    code = (
+        "import sys, attention_lab.pretrained\n"
+        "heavy = [m for m in ('transformers', 'sentence_transformers', 'tokenizers') "
+        "if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "" and result.stderr == ""
+
+
+def test_docstring_examples_run():
+    failures, tried = doctest.testmod(pretrained, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert tried >= 4
+    assert failures == 0
+
+
+# ---------------------------------------------------------------------------------- loading
+
+
+def test_load_minilm_is_cached_eval_eager(minilm):
+    tokenizer, model = minilm
+    assert load_minilm() is minilm
+    assert load_tokenizer() is tokenizer
+    assert tokenizer.is_fast
+    assert not model.training
+    assert model.config._attn_implementation == "eager"
+    config = model.config
+    assert (config.num_hidden_layers, config.num_attention_heads, config.hidden_size) == (
+        6,
+        12,
+        384,
+    )
+
+
+def test_tokenizer_is_wordpiece_with_cls_and_sep(minilm):
+    tokenizer, _ = minilm
+    ids = tokenizer("Tokenization rocks")["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids) == ["[CLS]", "token", "##ization", "rocks", "[SEP]"]
+    assert ids[0] == 101 and ids[-1] == 102
+
+
+# ---------------------------------------------------------------------------------- attention_maps
+
+
+def test_attention_maps_shape_tokens_and_rows(minilm, encoder):
+    tokenizer, _ = minilm
+    sentence = "The quick brown fox jumps over the lazy dog."
+    tokens, weights = attention_maps(sentence)
+    encoded = tokenizer(sentence, return_tensors="pt")
+    assert tokens == tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    assert weights.shape == (6, 12, len(tokens), len(tokens))
+    assert weights.dtype == torch.float32
+    torch.testing.assert_close(weights.sum(-1), torch.ones(6, 12, len(tokens)))
+    # An independent computation of the same weights: our encoder.
+    with torch.no_grad():
+        _, ours = encoder(encoded["input_ids"])
+    torch.testing.assert_close(weights, torch.stack(ours)[:, 0], atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "sentence, error",
+    [(None, TypeError), (["a sentence"], TypeError), (b"bytes", TypeError), ("", ValueError),
+     ("   \n", ValueError), ("word " * 600, ValueError)],
+)  # fmt: skip
+def test_attention_maps_rejects_bad_input(sentence, error):
+    with pytest.raises(error, match="sentence"):
+        attention_maps(sentence)
+
+
+# ---------------------------------------------------------------------------------- our encoder
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [[SENTENCES[0]], [SENTENCES[2]], SENTENCES, SENTENCES[::-1]],
+    ids=["short", "subwords", "padded-batch", "padded-batch-reversed"],
+)
+def test_encoder_matches_transformers(minilm, encoder, texts):
+    tokenizer, _ = minilm
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    reference, hidden, attentions = run_both(minilm, encoder, batch)
+    real = batch["attention_mask"].bool()  # [B, T]
+    # Real tokens: hidden states and every layer's weights (rows of real queries) within ATOL.
+    torch.testing.assert_close(hidden[real], reference.last_hidden_state[real], atol=ATOL, rtol=0)
+    assert len(attentions) == len(reference.attentions) == 6
+    for ours, theirs in zip(attentions, reference.attentions, strict=True):
+        assert ours.shape == theirs.shape == (len(texts), 12, real.shape[1], real.shape[1])
+        ours_rows = ours.transpose(1, 2)[real]  # [real tokens, H, T]
+        theirs_rows = theirs.transpose(1, 2)[real]  # [real tokens, H, T]
+        torch.testing.assert_close(ours_rows, theirs_rows, atol=ATOL, rtol=0)
+        # Nothing attends to padding, in both models.
+        blocked = ~real[:, None, None, :].expand_as(ours)
+        assert torch.all(ours[blocked] == 0) and torch.all(theirs[blocked] == 0)
+    # Padding rows are computed by both (a [PAD] query attends to the real keys) but no output
+    # uses them. Their untrained [PAD] embedding makes them more sensitive to rounding
+    # (measured up to ~7e-5), so they get a looser bound.
+    torch.testing.assert_close(hidden, reference.last_hidden_state, atol=1e-3, rtol=0)
+
+
+def test_encoder_matches_transformers_on_a_sentence_pair(minilm, encoder):
+    tokenizer, _ = minilm
+    batch = tokenizer(["How old are you?"], ["What is your age?"], return_tensors="pt")
+    assert batch["token_type_ids"].sum() > 0  # the second sentence has type 1
+    reference, hidden, attentions = run_both(minilm, encoder, batch)
+    torch.testing.assert_close(hidden, reference.last_hidden_state, atol=ATOL, rtol=0)
+    for ours, theirs in zip(attentions, reference.attentions, strict=True):
+        torch.testing.assert_close(ours, theirs, atol=ATOL, rtol=0)
+
+
+def test_encoder_defaults_mean_no_padding_and_one_segment(encoder):
+    ids = torch.tensor([[101, 7592, 2088, 102]])
+    with torch.no_grad():
+        default, _ = encoder(ids)
+        explicit, _ = encoder(ids, torch.ones_like(ids), torch.zeros_like(ids))
+        as_bool, _ = encoder(ids, torch.ones_like(ids, dtype=torch.bool))
+    torch.testing.assert_close(default, explicit, atol=0, rtol=0)
+    torch.testing.assert_close(default, as_bool, atol=0, rtol=0)
+
+
+def test_encoder_from_minilm_structure(encoder):
+    shared = encoder
+    encoder = encoder_from_minilm()
+    assert isinstance(encoder, BertEncoder) and not encoder.training
+    assert len(encoder.layers) == 6
+    layer = encoder.layers[0]
+    assert not layer.norm_first
+    assert layer.feed_forward.activation == "gelu"
+    assert layer.norm1.eps == layer.norm2.eps == encoder.embedding.norm.eps == 1e-12
+    assert encoder.embedding.position.weight.shape == (512, 384)
+    assert layer.self_attn.num_heads == 12
+    # A fresh encoder each call, with MiniLM's weights in it.
+    assert encoder is not shared
+    _, model = load_minilm()
+    torch.testing.assert_close(
+        encoder.layers[3].self_attn.k_proj.weight,
+        model.encoder.layer[3].attention.self.key.weight,
+        atol=0,
+        rtol=0,
+    )
+
+
+def test_weight_mapping_matches_a_random_bert():
+    """The name mapping, checked on a small randomly initialised transformers BertModel."""
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=24,
+        max_position_embeddings=12,
+        type_vocab_size=2,
+        layer_norm_eps=1e-12,
+        hidden_act="gelu",
+        attn_implementation="eager",
+    )
+    theirs = BertModel(config, add_pooling_layer=False).eval()
+    ours = BertEncoder(50, 16, 2, 4, 24, 12).eval()
+    names = pretrained._minilm_to_ours(2)
+    state = theirs.state_dict()
+    ours.load_state_dict({mine: state[name] for name, mine in names.items()}, strict=True)
+    ids = torch.randint(1, 50, (3, 7))
+    ids[1, 5:] = 0
+    attention_mask = (ids != 0).long()
+    types = torch.zeros_like(ids)
+    types[:, 4:] = 1
+    with torch.no_grad():
+        reference = theirs(
+            input_ids=ids,
+            attention_mask=attention_mask,
+            token_type_ids=types,
+            output_attentions=True,
+        )
+        hidden, attentions = ours(ids, attention_mask, types)
+    real = attention_mask.bool()
+    torch.testing.assert_close(hidden[real], reference.last_hidden_state[real], atol=ATOL, rtol=0)
+    for mine, theirs_weights in zip(attentions, reference.attentions, strict=True):
+        torch.testing.assert_close(
+            mine.transpose(1, 2)[real], theirs_weights.transpose(1, 2)[real], atol=ATOL, rtol=0
+        )
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [
+        ({"input_ids": torch.tensor([[1.0, 2.0]])}, TypeError, "input_ids"),
+        ({"input_ids": [[1, 2]]}, TypeError, "input_ids"),
+        ({"input_ids": torch.tensor([1, 2])}, ValueError, "input_ids"),
+        ({"input_ids": torch.tensor([[1, 100]])}, ValueError, "input_ids"),
+        ({"input_ids": torch.ones(1, 13, dtype=torch.long)}, ValueError, "input_ids"),
+        ({"input_ids": torch.tensor([[1, 2]]), "attention_mask": torch.tensor([[1, 2]])},
+         ValueError, "attention_mask"),
+        ({"input_ids": torch.tensor([[1, 2]]), "attention_mask": torch.tensor([[1.0, 0.0]])},
+         TypeError, "attention_mask"),
+        ({"input_ids": torch.tensor([[1, 2]]), "attention_mask": torch.tensor([[1, 1, 1]])},
+         ValueError, "attention_mask"),
+        ({"input_ids": torch.tensor([[1, 2]]), "token_type_ids": torch.tensor([[0, 2]])},
+         ValueError, "token_type_ids"),
+        ({"input_ids": torch.tensor([[1, 2]]), "token_type_ids": torch.tensor([[0]])},
+         ValueError, "token_type_ids"),
+    ],
+)  # fmt: skip
+def test_encoder_rejects_bad_input(kwargs, error, name):
+    encoder = BertEncoder(50, 16, 1, 4, 24, 12).eval()
+    with pytest.raises(error, match=name):
+        encoder(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, name",
+    [({"vocab_size": 0}, ValueError, "vocab_size"), ({"max_len": 2.0}, TypeError, "max_len"),
+     ({"type_vocab_size": True}, TypeError, "type_vocab_size"),
+     ({"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps"),
+     ({"dropout": 1.0}, ValueError, "dropout")],
+)  # fmt: skip
+def test_embedding_rejects_bad_arguments(kwargs, error, name):
+    arguments = {"vocab_size": 10, "d_model": 8, "max_len": 4} | kwargs
+    with pytest.raises(error, match=name):
+        BertEmbedding(**arguments)
+
+
+def test_embedding_is_word_plus_position_plus_type_then_layernorm():
+    torch.manual_seed(0)
+    embed = BertEmbedding(10, 8, 6, layer_norm_eps=1e-12, dropout=0.0)
+    ids = torch.tensor([[3, 1, 4, 1]])
+    types = torch.tensor([[0, 0, 1, 1]])
+    raw = embed.word.weight[ids] + embed.position.weight[:4] + embed.token_type.weight[types]
+    expected = torch.nn.functional.layer_norm(
+        raw, (8,), embed.norm.weight, embed.norm.bias, eps=1e-12
+    )
+    torch.testing.assert_close(embed(ids, types), expected)
+
+
+# ---------------------------------------------------------------------------------- masks
+
+
+def test_key_mask_converts_the_tokenizer_convention():
+    mask = key_mask(torch.tensor([[1, 1, 0], [1, 0, 0]]))
+    assert mask.dtype == torch.bool and mask.shape == (2, 1, 1, 3)
+    assert mask[:, 0, 0].tolist() == [[True, True, False], [True, False, False]]
+    torch.testing.assert_close(
+        key_mask(torch.tensor([[True, False]])), key_mask(torch.tensor([[1, 0]]))
+    )
+
+
+@pytest.mark.parametrize(
+    "mask, error",
+    [(torch.tensor([[0.0, 1.0]]), TypeError), ([[1, 0]], TypeError),
+     (torch.tensor([[1, 2]]), ValueError), (torch.tensor([[-1, 1]]), ValueError),
+     (torch.tensor([1, 0]), ValueError)],
+)  # fmt: skip
+def test_key_mask_rejects_bad_input(mask, error):
+    with pytest.raises(error, match="attention_mask"):
+        key_mask(mask)
+
+
+# ---------------------------------------------------------------------------------- pooling
+
+
+def test_mean_pool_matches_a_loop():
+    generator = torch.Generator().manual_seed(0)
+    hidden = torch.randn(3, 5, 4, generator=generator)
+    attention_mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0], [1, 0, 0, 0, 0]])
+    expected = torch.stack(
+        [hidden[b, : int(attention_mask[b].sum())].mean(dim=0) for b in range(3)]
+    )
+    torch.testing.assert_close(mean_pool(hidden, attention_mask), expected)
+
+
+def test_mean_pool_of_an_all_padding_row_is_zero():
+    pooled = mean_pool(torch.ones(1, 3, 2), torch.zeros(1, 3, dtype=torch.long))
+    assert torch.all(pooled == 0) and not pooled.isnan().any()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 6), min_size=1, max_size=4),
+    noise=st.floats(-1e3, 1e3, allow_nan=False),
+)
+def test_mean_pool_ignores_whatever_sits_in_padding(lengths, noise):
+    generator = torch.Generator().manual_seed(len(lengths))
+    hidden = torch.randn(len(lengths), 6, 3, generator=generator)
+    attention_mask = (torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]).long()
+    changed = hidden.masked_fill(~attention_mask.bool()[..., None], noise)
+    torch.testing.assert_close(
+        mean_pool(hidden, attention_mask), mean_pool(changed, attention_mask)
+    )
+
+
+@pytest.mark.parametrize(
+    "hidden, attention_mask, error, name",
+    [(torch.ones(1, 2, 3, dtype=torch.long), torch.ones(1, 2), TypeError, "hidden"),
+     (torch.ones(2, 3), torch.ones(2, 3, dtype=torch.long), ValueError, "hidden"),
+     ("hidden", torch.ones(1, 2, dtype=torch.long), TypeError, "hidden"),
+     (torch.ones(1, 2, 3), torch.ones(1, 3, dtype=torch.long), ValueError, "attention_mask"),
+     (torch.ones(1, 2, 3), torch.ones(1, 2), TypeError, "attention_mask")],
+)  # fmt: skip
+def test_mean_pool_rejects_bad_input(hidden, attention_mask, error, name):
+    with pytest.raises(error, match=name):
+        mean_pool(hidden, attention_mask)
+
+
+# ---------------------------------------------------------------------------------- embeddings
+
+
+def test_sentence_transformers_pipeline_is_mean_then_normalize(sbert):
+    kinds = [type(module).__name__ for module in sbert]
+    assert kinds == ["Transformer", "Pooling", "Normalize"]
+    assert sbert.max_seq_length == 256
+
+
+def test_sentence_embeddings_equal_sentence_transformers(sbert):
+    texts = [*SENTENCES, "", "word " * 270]  # an empty sentence, and one truncated at 256
+    ours = sentence_embeddings(texts, batch_size=3)
+    reference = torch.as_tensor(sbert.encode(texts, batch_size=3))
+    assert ours.shape == (len(texts), 384) and ours.dtype == torch.float32
+    torch.testing.assert_close(ours, reference, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ours.norm(dim=1), torch.ones(len(texts)))
+
+
+def test_sentence_embeddings_do_not_depend_on_batching(encoder):
+    one_by_one = sentence_embeddings(SENTENCES, batch_size=1)
+    together = sentence_embeddings(tuple(SENTENCES), encoder=encoder)
+    torch.testing.assert_close(one_by_one, together, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "sentences, kwargs, error, name",
+    [("one sentence", {}, TypeError, "wrap"), ([], {}, ValueError, "sentences"),
+     (["fine", 3], {}, TypeError, r"sentences\[1\]"), (None, {}, TypeError, "sentences"),
+     (["fine"], {"batch_size": 0}, ValueError, "batch_size"),
+     (["fine"], {"batch_size": 2.5}, TypeError, "batch_size"),
+     (["fine"], {"encoder": torch.nn.Linear(2, 2)}, TypeError, "encoder")],
+)  # fmt: skip
+def test_sentence_embeddings_reject_bad_input(sentences, kwargs, error, name):
+    with pytest.raises(error, match=name):
+        sentence_embeddings(sentences, **kwargs)
