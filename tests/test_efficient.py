@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from attention_lab.attention import scaled_dot_product_attention
-from attention_lab.efficient import tiled_attention
+from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
+from attention_lab.efficient import KVCache, decode_step, peak_memory, tiled_attention
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
 from conftest import HALF_TOLERANCE, random_inputs
 
@@ -278,3 +278,160 @@ def test_memory_recorder_sees_allocations():
     x = torch.ones(2, 3)
     assert largest_allocation(lambda: x.expand(10, 2, 3)) == 0
     assert largest_allocation(lambda: x.expand(10, 2, 3).clone()) == 60
+
+
+# KVCache and decode_step: incremental causal decoding against full causal attention.
+
+
+def make_attention(d_model=16, num_heads=4, seed=0, dtype=torch.float32):
+    """A MultiHeadAttention with the (seeded, random) weights of a PyTorch module, in eval mode."""
+    torch.manual_seed(seed)
+    reference = torch.nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+    return MultiHeadAttention.from_torch(reference).to(dtype).eval()
+
+
+def decode_in_pieces(attention, x, sizes):
+    """Feed ``x`` [B, T, D] to decode_step in consecutive pieces of the given lengths."""
+    cache = KVCache(x.shape[0], attention.num_heads, attention.head_dim, x.shape[1], dtype=x.dtype)
+    outputs, weights = [], []
+    for piece in x.split(sizes, dim=1):
+        output, piece_weights = decode_step(attention, piece, cache)
+        outputs.append(output)
+        weights.append(piece_weights)
+    return torch.cat(outputs, dim=1), weights, cache
+
+
+@pytest.mark.parametrize(
+    "sizes", [[1] * 9, [9], [4, 1, 1, 1, 1, 1], [2, 3, 4]], ids=["tokens", "all", "prompt", "mixed"]
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_decode_step_matches_full_causal_attention(sizes, dtype):
+    attention = make_attention(dtype=dtype)
+    (x,) = random_inputs([[2, 9, 16]], dtype, seed=3)
+    expected, expected_weights = attention(x, mask=causal_mask(9))
+    output, weights, cache = decode_in_pieces(attention, x, sizes)
+    assert len(cache) == 9
+    torch.testing.assert_close(output, expected)
+    start = 0
+    for piece_weights in weights:
+        end = start + piece_weights.shape[-2]
+        # The rows of the new positions, over every position held so far.
+        assert piece_weights.shape == (2, 4, end - start, end)
+        torch.testing.assert_close(piece_weights, expected_weights[:, :, start:end, :end])
+        start = end
+
+
+def test_decode_step_cache_holds_the_projected_keys_and_values():
+    attention = make_attention()
+    (x,) = random_inputs([[1, 5, 16]])
+    _, _, cache = decode_in_pieces(attention, x, [1] * 5)
+    keys = attention.k_proj(x).view(1, 5, 4, 4).transpose(1, 2)  # [B, H, T, Dh]
+    values = attention.v_proj(x).view(1, 5, 4, 4).transpose(1, 2)  # [B, H, T, Dh]
+    torch.testing.assert_close(cache.keys, keys)
+    torch.testing.assert_close(cache.values, values)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 4), min_size=1, max_size=6),
+    batch=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_property_any_split_gives_the_full_result(sizes, batch, seed):
+    attention = make_attention(d_model=8, num_heads=2, seed=seed % 7, dtype=torch.float64)
+    total = sum(sizes)
+    (x,) = random_inputs([[batch, total, 8]], torch.float64, seed=seed)
+    output, _, _ = decode_in_pieces(attention, x, sizes)
+    expected, _ = attention(x, mask=causal_mask(total))
+    torch.testing.assert_close(output, expected)
+
+
+def test_kv_cache_append_returns_views_of_everything_held():
+    cache = KVCache(batch_size=2, num_heads=3, head_dim=4, max_len=6)
+    first = random_inputs([[2, 3, 2, 4]] * 2, seed=1)
+    second = random_inputs([[2, 3, 3, 4]] * 2, seed=2)
+    cache.append(*first)
+    keys, values = cache.append(*second)
+    assert len(cache) == 5 and cache.max_len == 6
+    torch.testing.assert_close(keys, torch.cat([first[0], second[0]], dim=2))
+    torch.testing.assert_close(values, torch.cat([first[1], second[1]], dim=2))
+    assert keys.data_ptr() == cache.keys.data_ptr()  # a view, not a copy
+    cache.reset()
+    assert len(cache) == 0
+
+
+def test_kv_cache_rejects_bad_input():
+    cache = KVCache(batch_size=1, num_heads=2, head_dim=4, max_len=3)
+    good = torch.zeros(1, 2, 2, 4)
+    with pytest.raises(ValueError, match="max_len=3"):
+        cache.append(torch.zeros(1, 2, 4, 4), torch.zeros(1, 2, 4, 4))
+    cache.append(good, good)
+    with pytest.raises(ValueError, match="cannot take 2 more"):
+        cache.append(good, good)
+    assert len(cache) == 2  # a refused append changes nothing
+    with pytest.raises(ValueError, match=r"\[B, H, Tn, Dh\]"):
+        cache.append(torch.zeros(1, 3, 1, 4), torch.zeros(1, 3, 1, 4))
+    with pytest.raises(TypeError, match="dtype"):
+        cache.append(good[:, :, :1].double(), good[:, :, :1].double())
+    with pytest.raises(TypeError, match="key must be a torch.Tensor"):
+        cache.append([0.0], good)
+    with pytest.raises(ValueError, match="same number of positions"):
+        cache.append(good[:, :, :1], torch.zeros(1, 2, 0, 4))
+    with pytest.raises(ValueError, match="max_len"):
+        KVCache(batch_size=1, num_heads=2, head_dim=4, max_len=0)
+    with pytest.raises(TypeError, match="dtype"):
+        KVCache(batch_size=1, num_heads=2, head_dim=4, max_len=3, dtype=torch.int64)
+
+
+def test_decode_step_rejects_bad_input():
+    attention = make_attention()
+    cache = KVCache(batch_size=1, num_heads=4, head_dim=4, max_len=4)
+    with pytest.raises(TypeError, match="attention must be a MultiHeadAttention"):
+        decode_step(torch.nn.Linear(16, 16), torch.zeros(1, 1, 16), cache)
+    with pytest.raises(TypeError, match="cache must be a KVCache"):
+        decode_step(attention, torch.zeros(1, 1, 16), None)
+    with pytest.raises(ValueError, match=r"x must have shape \[B, T, 16\]"):
+        decode_step(attention, torch.zeros(1, 1, 8), cache)
+    wrong_heads = KVCache(batch_size=1, num_heads=2, head_dim=8, max_len=4)
+    with pytest.raises(ValueError, match=r"cache holds \[B, H, Dh\]"):
+        decode_step(attention, torch.zeros(1, 1, 16), wrong_heads)
+
+
+# peak_memory: the dispatcher-level allocation counter the chapter and the benchmarks use.
+
+
+def test_peak_memory_counts_live_storage_exactly():
+    def two_at_once():
+        a = torch.ones(1000)  # 4000 bytes
+        b = torch.ones(500, dtype=torch.float64)  # 4000 bytes, while a lives
+        return a, b
+
+    def one_after_another():
+        for _ in range(3):
+            torch.ones(1000).sum()  # each 4000-byte tensor is freed before the next
+
+    assert peak_memory(two_at_once) == 8000
+    assert peak_memory(one_after_another) == 4000 + 4
+    assert peak_memory(torch.zeros, 10, 10) == 400
+
+
+def test_peak_memory_ignores_inputs_and_views():
+    x = torch.ones(100, 100)
+    assert peak_memory(lambda: x.view(10_000)[:5].unsqueeze(0)) == 0  # views only
+    assert peak_memory(lambda: x.t().reshape(10_000)) == 40_000  # a copy: t() is not contiguous
+    assert peak_memory(lambda: x.contiguous()) == 0  # returns its input
+    assert peak_memory(lambda: x.clone()) == 40_000
+
+
+def test_peak_memory_sees_the_score_matrix_of_full_attention():
+    query, key, value = random_inputs([[1, 1, 512, 16]] * 3)
+    scores_bytes = 512 * 512 * 4
+    full = peak_memory(scaled_dot_product_attention, query, key, value)
+    tiled = peak_memory(tiled_attention, query, key, value, block_size=64)
+    assert full >= 2 * scores_bytes  # scores and weights live together
+    assert tiled < scores_bytes  # a few [Tq, block_size] blocks, never [Tq, Tk]
+
+
+def test_peak_memory_rejects_a_non_callable():
+    with pytest.raises(TypeError, match="function must be callable"):
+        peak_memory(42)

@@ -5,14 +5,33 @@ memory grows as ``Tq * Tk``. :func:`tiled_attention` visits the keys one block a
 keeps, for each query, only a running maximum, a running sum and a running weighted sum of
 values: the "online softmax" behind FlashAttention. The result is the same attention output, in
 memory that grows only linearly with the sequence length at a fixed block size.
+
+Decoding one token at a time has a cost problem of its own: recomputing the keys and values of
+the whole prefix for every new token. :class:`KVCache` keeps them, and :func:`decode_step` runs a
+:class:`~attention_lab.attention.MultiHeadAttention` on the new tokens only.
+:func:`peak_memory` counts the tensor memory a call allocates, to compare such methods.
 """
 
 import math
+import weakref
+
+# typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
+# names without intersphinx.
+from typing import Any, Callable  # noqa: UP035
 
 import torch
+from torch.utils import _pytree
+from torch.utils._python_dispatch import TorchDispatchMode
 
-from attention_lab._validation import check_int
-from attention_lab.attention import _check_attention_inputs
+from attention_lab._validation import check_int, check_sequence
+from attention_lab.attention import (
+    MultiHeadAttention,
+    _check_attention_inputs,
+    scaled_dot_product_attention,
+)
+from attention_lab.masks import causal_mask
+
+__all__ = ["KVCache", "decode_step", "peak_memory", "tiled_attention"]
 
 
 def tiled_attention(
@@ -113,3 +132,260 @@ def tiled_attention(
     # row was blocked; then row_sum = 0 and acc = 0, and clamping at 1 turns 0 / 0 into an exact
     # 0 (with a finite gradient) without changing any other row.
     return (acc / row_sum.clamp_min(1.0)).to(query.dtype)
+
+
+class KVCache:
+    """The keys and values of the positions decoded so far, for one attention layer.
+
+    The storage for ``max_len`` positions is allocated once; :meth:`append` writes the keys and
+    values of new positions after the ones already held, and returns views of everything held.
+
+    Args:
+        batch_size: Number of sequences ``B`` decoded side by side, a positive int.
+        num_heads: Number of heads ``H``, a positive int.
+        head_dim: Width ``Dh`` of one head's keys and values, a positive int.
+        max_len: The most positions the cache can hold, a positive int.
+        dtype: Floating dtype of the keys and values.
+        device: Device of the keys and values.
+
+    Attributes:
+        keys: Shape ``[B, H, max_len, Dh]``; the first ``len(cache)`` positions are filled.
+        values: Shape ``[B, H, max_len, Dh]``, filled like ``keys``.
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If a size is not positive.
+
+    Example:
+        >>> cache = KVCache(batch_size=2, num_heads=4, head_dim=8, max_len=16)
+        >>> keys, values = cache.append(torch.randn(2, 4, 3, 8), torch.randn(2, 4, 3, 8))
+        >>> len(cache), keys.shape
+        (3, torch.Size([2, 4, 3, 8]))
+    """
+
+    def __init__(
+        self,
+        batch_size: int,
+        num_heads: int,
+        head_dim: int,
+        max_len: int,
+        *,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str | None = None,
+    ) -> None:
+        for value, name in (
+            (batch_size, "batch_size"),
+            (num_heads, "num_heads"),
+            (head_dim, "head_dim"),
+            (max_len, "max_len"),
+        ):
+            check_int(value, name)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        shape = (batch_size, num_heads, max_len, head_dim)
+        self.keys = torch.zeros(shape, dtype=dtype, device=device)  # [B, H, max_len, Dh]
+        self.values = torch.zeros(shape, dtype=dtype, device=device)  # [B, H, max_len, Dh]
+        self._length = 0
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def max_len(self) -> int:
+        """The most positions the cache can hold."""
+        return self.keys.shape[2]
+
+    def append(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store the keys and values of ``Tn`` new positions after those already held.
+
+        Args:
+            key: Shape ``[B, H, Tn, Dh]``, the cache's dtype.
+            value: Shape ``[B, H, Tn, Dh]``, the cache's dtype.
+
+        Returns:
+            A pair ``(keys, values)`` of views of every position held, each of shape
+            ``[B, H, len(cache), Dh]``.
+
+        Raises:
+            TypeError: If ``key`` or ``value`` is not a tensor of the cache's dtype.
+            ValueError: If a shape does not match, or the cache would hold more than
+                ``max_len`` positions.
+        """
+        self._check_new(key, value)
+        start, end = self._length, self._length + key.shape[2]
+        self.keys[:, :, start:end] = key
+        self.values[:, :, start:end] = value
+        self._length = end
+        return self.keys[:, :, :end], self.values[:, :, :end]  # [B, H, len, Dh] twice
+
+    def _check_new(self, key: torch.Tensor, value: torch.Tensor) -> None:
+        batch, heads, _, head_dim = self.keys.shape
+        for name, tensor in (("key", key), ("value", value)):
+            if not isinstance(tensor, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+            if tensor.dtype != self.keys.dtype:
+                raise TypeError(
+                    f"{name} must have the cache's dtype {self.keys.dtype}, got {tensor.dtype}"
+                )
+            if tensor.ndim != 4 or (tensor.shape[0], tensor.shape[1], tensor.shape[3]) != (
+                batch,
+                heads,
+                head_dim,
+            ):
+                raise ValueError(
+                    f"{name} must have shape [B, H, Tn, Dh] = [{batch}, {heads}, Tn, {head_dim}],"
+                    f" got {list(tensor.shape)}"
+                )
+        if key.shape[2] != value.shape[2]:
+            raise ValueError(
+                f"key and value must hold the same number of positions Tn, got {key.shape[2]} "
+                f"and {value.shape[2]}"
+            )
+        if self._length + key.shape[2] > self.max_len:
+            raise ValueError(
+                f"the cache holds {self._length} of max_len={self.max_len} positions and cannot "
+                f"take {key.shape[2]} more"
+            )
+
+    def reset(self) -> None:
+        """Forget every position held (the storage is kept and overwritten later)."""
+        self._length = 0
+
+
+def _check_decode_inputs(attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache) -> None:
+    if not isinstance(attention, MultiHeadAttention):
+        raise TypeError(f"attention must be a MultiHeadAttention, got {type(attention).__name__}")
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+    check_sequence(x, "x", attention.d_model)
+    batch = x.shape[0]
+    expected = (batch, attention.num_heads, attention.head_dim)
+    held = (cache.keys.shape[0], cache.keys.shape[1], cache.keys.shape[3])
+    if held != expected:
+        raise ValueError(
+            f"cache holds [B, H, Dh] = {list(held)}, but x and attention need {list(expected)}"
+        )
+
+
+def decode_step(
+    attention: MultiHeadAttention, x: torch.Tensor, cache: KVCache
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Causal self-attention for ``Tn`` new positions, reusing the cached earlier positions.
+
+    Only the new positions are projected: their keys and values are appended to ``cache``, and
+    their queries attend to every position held, each new position to itself and those before
+    it. Feeding a sequence through ``decode_step`` in pieces (one token at a time, or a prompt
+    first and then one token at a time) gives the same outputs and weights as
+    ``attention(x, mask=causal_mask(T))`` on the whole sequence, while each step costs
+    ``O(Tn * len(cache))`` attention work instead of ``O(T^2)``.
+
+    Args:
+        attention: The attention layer whose projections are used.
+        x: Shape ``[B, Tn, D]``, the inputs of the new positions, in the module's dtype.
+        cache: The keys and values of the earlier positions of the same sequences, for the
+            same layer, with ``B``, ``H`` and ``Dh`` matching; updated in place.
+
+    Returns:
+        A pair ``(output, weights)``: ``output`` of shape ``[B, Tn, D]`` and ``weights`` of
+        shape ``[B, H, Tn, len(cache)]`` (``len(cache)`` after the new positions are added).
+
+    Raises:
+        TypeError: If ``attention`` is not a ``MultiHeadAttention``, ``cache`` not a
+            ``KVCache``, or ``x`` not a floating tensor.
+        ValueError: If ``x`` is not ``[B, Tn, D]``, the cache's sizes do not match, or the
+            cache is full.
+
+    Example:
+        >>> attention = MultiHeadAttention(d_model=8, num_heads=2).eval()
+        >>> cache = KVCache(batch_size=1, num_heads=2, head_dim=4, max_len=10)
+        >>> for token in torch.randn(1, 3, 8).split(1, dim=1):
+        ...     output, weights = decode_step(attention, token, cache)
+        >>> output.shape, weights.shape
+        (torch.Size([1, 1, 8]), torch.Size([1, 2, 1, 3]))
+    """
+    _check_decode_inputs(attention, x, cache)
+    batch, new_len, _ = x.shape
+    split = (batch, new_len, attention.num_heads, attention.head_dim)
+    q = attention.q_proj(x).view(split).transpose(1, 2)  # [B, H, Tn, Dh]
+    k = attention.k_proj(x).view(split).transpose(1, 2)  # [B, H, Tn, Dh]
+    v = attention.v_proj(x).view(split).transpose(1, 2)  # [B, H, Tn, Dh]
+    keys, values = cache.append(k, v)  # [B, H, L, Dh] twice, L = len(cache)
+    # New position i sits at L - Tn + i and may attend to positions 0 .. L - Tn + i. A single
+    # new position may attend to everything held, so it needs no mask.
+    mask = causal_mask(len(cache), device=x.device)[-new_len:] if new_len > 1 else None
+    dropout_p = attention.dropout if attention.training else 0.0
+    output, weights = scaled_dot_product_attention(q, keys, values, mask, dropout_p=dropout_p)
+    output = output.transpose(1, 2).reshape(batch, new_len, attention.d_model)  # [B, Tn, D]
+    return attention.out_proj(output), weights
+
+
+class _PeakMemoryMode(TorchDispatchMode):
+    """Tracks the bytes of tensor storage allocated by operations and not yet freed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live = 0
+        self.peak = 0
+        self._tracked: dict[int, weakref.ref] = {}  # data_ptr -> weak reference to the storage
+
+    def _freed(self, data_ptr: int, nbytes: int) -> None:
+        self.live -= nbytes
+        self._tracked.pop(data_ptr, None)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        # An output that shares an input's storage (a view, or an op returning its input)
+        # allocated nothing.
+        inputs = {
+            arg.untyped_storage().data_ptr()
+            for arg in _pytree.tree_leaves((args, kwargs))
+            if isinstance(arg, torch.Tensor)
+        }
+        for output in _pytree.tree_leaves(result):
+            if not isinstance(output, torch.Tensor):
+                continue
+            storage = output.untyped_storage()
+            data_ptr, nbytes = storage.data_ptr(), storage.nbytes()
+            if nbytes == 0 or data_ptr in inputs or data_ptr in self._tracked:
+                continue
+            self._tracked[data_ptr] = weakref.ref(
+                storage, lambda _, ptr=data_ptr, size=nbytes: self._freed(ptr, size)
+            )
+            self.live += nbytes
+            self.peak = max(self.peak, self.live)
+        return result
+
+
+def peak_memory(function: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """The most tensor memory, in bytes, that a call of ``function`` holds at any one time.
+
+    Every PyTorch operation run during the call is intercepted (a ``TorchDispatchMode``): the
+    storage of each new result is counted when it is created and uncounted when it is freed,
+    and the largest total is returned. Tensors that existed before the call (the inputs) are
+    not counted; the result of ``function`` is, while it lives. The count is exact and
+    deterministic, independent of the machine's load, but it sees only tensors that PyTorch
+    operations return: scratch memory that a fused kernel (such as
+    ``torch.nn.functional.scaled_dot_product_attention``) allocates inside itself is invisible
+    to it.
+
+    Args:
+        function: Any callable that runs PyTorch operations.
+        *args: Positional arguments for ``function``.
+        **kwargs: Keyword arguments for ``function``.
+
+    Returns:
+        The peak number of bytes of tensor storage allocated during the call and alive at once.
+
+    Raises:
+        TypeError: If ``function`` is not callable.
+
+    Example:
+        >>> peak_memory(lambda: torch.zeros(1000, dtype=torch.float32) + 1)
+        8000
+    """
+    if not callable(function):
+        raise TypeError(f"function must be callable, got {type(function).__name__}")
+    with _PeakMemoryMode() as recorder:
+        function(*args, **kwargs)
+    return recorder.peak
