@@ -1,0 +1,409 @@
+"""The interactive explorers in the built book, operated in headless Chromium like a reader would.
+
+Every plotly figure on every page must render, and plotly.js must be loaded exactly by the pages
+that have one. For each explorer the tests click its real controls (buttons, dropdown entries,
+slider steps, with the mouse) and read the figure's data back from the page
+(``document.getElementById(id).data``) to check that it changed to the state the control
+stands for. Screenshots of each explorer at desktop (1280 px) and phone (375 px) widths go to
+tests/screenshots/ (ignored by git).
+
+Explorer 1 lives in chapter 09; without that page built the test skips (fails with CI=true).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import pytest
+
+from attention_lab import interactive
+from conftest import SCREENSHOTS, missing
+
+pytestmark = pytest.mark.browser
+
+CHAPTERS = "notebooks_src/chapters"
+PLOTLY_JS = "_static/vendor/plotly/plotly.min.js"
+MARKUP = "<img src=x onerror=alert(1)>"
+
+# Where a control is, in viewport coordinates, after scrolling it into view. Controls are
+# found through the data plotly.js binds to its SVG groups (``__data__``): menu ``_index`` and
+# button/step ``label``.
+_MENU_BUTTON = """([id, menu, label]) => {
+  const gd = document.getElementById(id);
+  const centre = (el) => {
+    el.scrollIntoView({block: 'center'});
+    const r = el.getBoundingClientRect();
+    return {x: r.x + r.width / 2, y: r.y + r.height / 2};
+  };
+  for (const group of gd.querySelectorAll('.updatemenu-header-group')) {
+    const options = group.__data__;
+    if (!options || options._index !== menu) continue;
+    if (options.type === 'dropdown') return {dropdown: true, ...centre(group)};
+    for (const b of group.querySelectorAll('.updatemenu-button')) {
+      if (b.__data__.label === label) return centre(b);
+    }
+  }
+  return null;
+}"""
+_DROPDOWN_ENTRY = """([id, label]) => {
+  const gd = document.getElementById(id);
+  for (const b of gd.querySelectorAll('.updatemenu-dropdown-button')) {
+    if (b.__data__.label === label) {
+      const r = b.getBoundingClientRect();
+      return {x: r.x + r.width / 2, y: r.y + r.height / 2};
+    }
+  }
+  return null;
+}"""
+_SLIDER_STEP = """([id, label]) => {
+  const gd = document.getElementById(id);
+  const group = gd.querySelector('.slider-group');
+  group.scrollIntoView({block: 'center'});
+  const rail = group.querySelector('.slider-rail-touch-rect').getBoundingClientRect();
+  for (const l of group.querySelectorAll('.slider-label-group')) {
+    if (l.__data__.step.label === label) {
+      const r = l.getBoundingClientRect();
+      return {x: r.x + r.width / 2, y: rail.y + rail.height / 2};
+    }
+  }
+  return null;
+}"""
+_RENDERED = """(id) => {
+  const gd = document.getElementById(id);
+  return !!(gd && gd._fullLayout && gd.querySelector('.main-svg')
+            && gd.querySelectorAll('.heatmaplayer image, .trace').length > 0);
+}"""
+
+
+class Reader:
+    """One page in Chromium; records console errors, dialogs and requests leaving the machine."""
+
+    def __init__(self, browser, server: str, path: str):
+        self.errors: list[str] = []
+        self.dialogs: list[str] = []
+        self.outside: list[str] = []
+        self.page = browser.new_page()
+        # plotly.js is 4.6 MB of JavaScript to parse: generous limits for a busy machine.
+        self.page.set_default_timeout(120_000)
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("dialog", self._dialog)
+        self.page.route("**/*", lambda route: self._route(server, route))
+        self.page.set_viewport_size({"width": 1280, "height": 900})
+        if path:
+            self.page.goto(f"{server}/{path}", wait_until="load")
+
+    def _dialog(self, dialog):
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def _route(self, server, route):
+        url = route.request.url
+        if url.startswith((server, "data:", "blob:", "about:")):
+            route.continue_()
+        else:
+            self.outside.append(url)
+            route.abort()
+
+    def wait_rendered(self, div_id: str) -> None:
+        self.page.wait_for_function(_RENDERED, arg=div_id)
+
+    def data(self, div_id: str, expression: str):
+        """Evaluate ``expression`` with ``gd`` bound to the figure's div."""
+        return self.page.evaluate(
+            f"(id) => {{ const gd = document.getElementById(id); return {expression}; }}", div_id
+        )
+
+    def click_button(self, div_id: str, menu: int, label: str) -> None:
+        where = self.page.evaluate(_MENU_BUTTON, [div_id, menu, label])
+        assert where, f"{div_id}: no button {label!r} in menu {menu}"
+        if where.get("dropdown"):
+            self.page.mouse.click(where["x"], where["y"])
+            self.page.wait_for_timeout(200)
+            where = self.page.evaluate(_DROPDOWN_ENTRY, [div_id, label])
+            assert where, f"{div_id}: no dropdown entry {label!r}"
+        self.page.mouse.click(where["x"], where["y"])
+        self.page.wait_for_timeout(200)
+
+    def click_step(self, div_id: str, label: str) -> None:
+        where = self.page.evaluate(_SLIDER_STEP, [div_id, label])
+        assert where, f"{div_id}: no slider step {label!r}"
+        self.page.mouse.click(where["x"], where["y"])
+        self.page.wait_for_timeout(200)
+
+    def screenshots(self, div_id: str) -> None:
+        """The figure at desktop and phone widths; the page must not scroll sideways."""
+        SCREENSHOTS.mkdir(exist_ok=True)
+        for width in (1280, 375):
+            self.page.set_viewport_size({"width": width, "height": 900})
+            self.page.wait_for_function(
+                "([id, w]) => document.getElementById(id)._fullLayout.width <= w",
+                arg=[div_id, width],
+            )
+            self.page.wait_for_timeout(300)
+            figure = self.page.locator(f"#{div_id}")
+            figure.scroll_into_view_if_needed()
+            figure.screenshot(path=str(SCREENSHOTS / f"{div_id}_{width}.png"))
+            overflow = self.page.evaluate(
+                "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 1, f"{div_id}: the page overflows {width} px by {overflow} px"
+        self.page.set_viewport_size({"width": 1280, "height": 900})
+
+    def close(self) -> None:
+        assert not self.errors, self.errors
+        assert not self.dialogs, f"a dialog fired: {self.dialogs}"
+        assert not self.outside, f"requests left the machine: {self.outside}"
+        self.page.close()
+
+
+def chapter(html_dir: Path, prefix: str) -> str:
+    found = sorted(html_dir.glob(f"{CHAPTERS}/{prefix}_*.html"))
+    if not found:
+        missing(f"chapter {prefix} is not in the built book")
+    return str(found[0].relative_to(html_dir))
+
+
+def built_pages(html_dir: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in html_dir.rglob("*.html")
+        if "_static" not in p.parts and "_sources" not in p.parts
+    )
+
+
+# --- every page ----------------------------------------------------------------------------
+
+
+def test_plotly_js_is_loaded_exactly_where_there_is_a_figure(html_dir):
+    pages = built_pages(html_dir)
+    with_figures = []
+    for page in pages:
+        text = page.read_text()
+        has_figure = 'class="plotly-graph-div"' in text
+        assert (PLOTLY_JS in text) == has_figure, (
+            f"{page.relative_to(html_dir)}: plotly.js loaded={PLOTLY_JS in text}, "
+            f"figure={has_figure}"
+        )
+        with_figures += [page] if has_figure else []
+    assert len(with_figures) >= 4, "the explorers of chapters 02-05 are missing"
+    assert (html_dir / PLOTLY_JS).stat().st_size > 1_000_000
+
+
+def test_every_plotly_figure_renders(browser, server, html_dir):
+    problems = []
+    for page in built_pages(html_dir):
+        text = page.read_text()
+        if 'class="plotly-graph-div"' not in text:
+            continue
+        reader = Reader(browser, server, str(page.relative_to(html_dir)))
+        ids = reader.page.evaluate(
+            "() => [...document.querySelectorAll('.plotly-graph-div')].map(d => d.id)"
+        )
+        assert ids, page
+        for div_id in ids:
+            try:
+                reader.wait_rendered(div_id)
+            except Exception as error:  # noqa: BLE001 - reported with the page's name below
+                problems.append(f"{page.name}#{div_id}: not rendered ({error})")
+        reader.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_markup_in_a_token_is_shown_as_text_and_runs_nothing(browser, server):
+    tokens = ["[CLS]", MARKUP, "[SEP]"]
+    weights = [[[[1 / 3] * 3] * 3]]  # [L, H, T, T] = [1, 1, 3, 3]
+    import torch
+
+    fig = interactive.attention_explorer({MARKUP: (tokens, torch.tensor(weights))})
+    fragment = interactive.to_html(fig, div_id="markup")
+    reader = Reader(browser, server, "")
+    reader.page.set_content(
+        f'<!doctype html><html><head><script src="{server}/{PLOTLY_JS}"></script></head>'
+        f"<body>{fragment}</body></html>"
+    )
+    reader.wait_rendered("markup")
+    reader.page.wait_for_timeout(500)
+    assert reader.page.evaluate("() => document.querySelectorAll('img').length") == 0
+    labels = reader.data(
+        "markup", "[...gd.querySelectorAll('.ytick text')].map(t => t.textContent)"
+    )
+    assert labels == tokens  # the markup is visible, character for character
+    header = reader.data("markup", "gd.querySelector('.updatemenu-header text').textContent")
+    assert header == MARKUP  # the dropdown's label too
+    reader.close()
+
+
+# --- the explorers ----------------------------------------------------------------------------
+
+
+def visible(reader: Reader, div_id: str) -> list[int]:
+    return reader.data(
+        div_id, "gd.data.map((t, i) => [t.visible, i]).filter(v => v[0] !== false).map(v => v[1])"
+    )
+
+
+def test_scaling_explorer(browser, server, html_dir):
+    div = "explorer-scaling"
+    reader = Reader(browser, server, chapter(html_dir, "02"))
+    reader.wait_rendered(div)
+    labels = reader.data(div, "gd.layout.sliders[0].steps.map(s => s.label)")
+    assert labels[0] == "4" and labels[-1] == "1024"
+    before = reader.data(div, "gd.data[0].y")
+    for label in ("4", "64", "1024"):
+        reader.click_step(div, label)
+        state = reader.data(
+            div,
+            "({active: gd.layout.sliders[0].active, bars: gd.data[0].y, scaled: gd.data[1].y,"
+            " marker: gd.data[4].x,"
+            f" stored: gd.layout.sliders[0].steps.find(s => s.label === '{label}').args[0].y}})",
+        )
+        assert labels[state["active"]] == label
+        assert state["bars"] == state["stored"][0] and state["scaled"] == state["stored"][1]
+        assert state["marker"][0] == pytest.approx(math.log2(int(label)))
+        assert sum(state["bars"]) == pytest.approx(1, abs=0.01)
+    reader.click_step(div, "4")
+    assert reader.data(div, "gd.data[0].y") != before  # the widest width was shown first
+    reader.screenshots(div)
+    reader.close()
+
+
+def test_heads_explorer(browser, server, html_dir):
+    div = "explorer-heads"
+    reader = Reader(browser, server, chapter(html_dir, "03"))
+    reader.wait_rendered(div)
+    assert reader.data(div, "gd.data.length") == 12
+    seen = []
+    for layer in ("3", "0", "5"):
+        reader.click_button(div, 0, layer)
+        state = reader.data(
+            div,
+            "({active: gd.layout.updatemenus[0].active, z: gd.data.map(t => t.z),"
+            f" stored: gd.layout.updatemenus[0].buttons[{layer}].args[0].z}})",
+        )
+        assert state["active"] == int(layer)
+        assert state["z"] == state["stored"]  # all 12 heads show the chosen layer
+        seen.append(state["z"])
+    assert seen[0] != seen[1] != seen[2]
+    reader.screenshots(div)
+    reader.close()
+
+
+def test_positional_explorer(browser, server, html_dir):
+    div = "explorer-positional"
+    reader = Reader(browser, server, chapter(html_dir, "04"))
+    reader.wait_rendered(div)
+    heatmap_width = "gd.data.find((t, i) => t.type === 'heatmap' && t.visible).z[0].length"
+    line_names = "gd.data.filter(t => t.type === 'scatter' && t.visible).map(t => t.name)"
+    assert reader.data(div, heatmap_width) == 128
+    reader.click_button(div, 0, "16")
+    assert reader.data(div, heatmap_width) == 16
+    assert reader.data(div, "gd.layout.xaxis.range") == [-0.5, 15.5]
+    assert reader.data(div, line_names) == ["dim 0 (sin)", "dim 1 (cos)"]
+    reader.click_button(div, 1, "10")
+    assert reader.data(div, "gd.layout.yaxis.range") == [9.5, -0.5]
+    assert reader.data(div, "gd.layout.xaxis2.range") == [0, 9]
+    before = reader.data(div, "gd.data.filter(t => t.type === 'scatter' && t.visible)[0].y")
+    reader.click_button(div, 2, "14 and 15")
+    assert reader.data(div, line_names) == ["dim 14 (sin)", "dim 15 (cos)"]
+    sine = reader.data(div, "gd.data.filter(t => t.type === 'scatter' && t.visible)[0].y")
+    assert sine != before and max(abs(v) for v in sine) < 0.05  # the slowest pair of 16
+    reader.click_button(div, 0, "128")  # the dimensions stay chosen for the new width
+    assert reader.data(div, line_names) == ["dim 14 (sin)", "dim 15 (cos)"]
+    sine = reader.data(div, "gd.data.filter(t => t.type === 'scatter' && t.visible)[0].y")
+    assert max(sine) > 0.9  # six periods in 100 positions
+    assert reader.data(div, "gd.layout.yaxis.range") == [9.5, -0.5]  # and so do the positions
+    reader.screenshots(div)
+    reader.close()
+
+
+def test_mask_lab(browser, server, html_dir):
+    div = "explorer-masks"
+    reader = Reader(browser, server, chapter(html_dir, "05"))
+    reader.wait_rendered(div)
+    batch = reader.data(div, "gd.data.length") // 5
+    panels = (
+        f"(() => {{ const shown = gd.data.slice({batch}).filter(t => t.visible !== false);"
+        f" return {{masked: shown.slice(0, {batch}).map(t => t.z),"
+        f" weights: shown.slice({batch}).map(t => t.z)}}; }})()"
+    )
+
+    def empty_rows(weights):
+        return [sum(all(v == 0 for v in row) for row in z) for z in weights]
+
+    def blocked(masked):
+        return [sum(v is None for row in z for v in row) for z in masked]
+
+    start = reader.data(div, panels)
+    assert blocked(start["masked"]) == [0] * batch and empty_rows(start["weights"]) == [0] * batch
+    reader.click_button(div, 0, "on")  # padding
+    padded = reader.data(div, panels)
+    assert blocked(padded["masked"]) == [0, 4 * 6, 3 * 6]  # padding columns, every row
+    assert empty_rows(padded["weights"]) == [0, 0, 0]
+    reader.click_button(div, 1, "on")  # causal as well
+    both = reader.data(div, panels)
+    assert empty_rows(both["weights"]) == [0, 4, 3]  # the fully masked rows are shown
+    reader.click_button(div, 0, "off")  # causal alone
+    causal = reader.data(div, panels)
+    assert blocked(causal["masked"]) == [15, 15, 15] and empty_rows(causal["weights"]) == [0] * 3
+    assert reader.data(div, "gd.layout.updatemenus.map(m => m.active)") == [0, 1]
+    # "<pad>" is a token, shown as text.
+    ticks = reader.data(
+        div, "[...gd.querySelectorAll('.yaxislayer-above text')].map(t => t.textContent)"
+    )
+    assert "<pad>" in ticks and html.escape("<pad>") not in ticks
+    reader.screenshots(div)
+    reader.close()
+
+
+def test_attention_explorer(browser, server, html_dir):
+    reader = Reader(browser, server, chapter(html_dir, "09"))
+    reader.page.wait_for_function(
+        "() => window.Plotly && document.querySelector('.plotly-graph-div')"
+    )
+    # The chapter names the figure's div; find it by its controls: a dropdown and a slider.
+    div = reader.page.evaluate(
+        """() => [...document.querySelectorAll('.plotly-graph-div')].map(d => d.id)
+             .find(id => { const l = document.getElementById(id).layout || {};
+                           const menus = l.updatemenus || [];
+                           return l.sliders && menus.length && menus[0].type === 'dropdown'; })"""
+    )
+    assert div, "chapter 09 has no attention explorer (a dropdown, layer buttons, a head slider)"
+    reader.wait_rendered(div)
+    sentences = reader.data(div, "gd.layout.updatemenus[0].buttons.map(b => b.label)")
+    assert len(sentences) >= 6
+    heads = reader.data(div, "gd.layout.sliders[0].steps.length")
+    layers = reader.data(div, "gd.layout.updatemenus[1].buttons.length")
+    shown = (
+        "(() => { const i = gd.data.findIndex(t => t.visible !== false);"
+        " return {i, z: gd.data[i].z}; })()"
+    )
+    reader.click_button(div, 0, sentences[1])
+    assert visible(reader, div) == [1]
+    ticks = reader.data(div, "gd.layout.yaxis.ticktext")
+    assert ticks == reader.data(
+        div, "gd.layout.updatemenus[0].buttons[1].args[1]['yaxis.ticktext']"
+    )
+    layer = str(layers - 1)
+    reader.click_button(div, 1, layer)
+    assert reader.data(div, "gd.layout.sliders[0].active") == 0
+    after_layer = reader.data(div, shown)
+    stored = reader.data(div, f"gd.layout.updatemenus[1].buttons[{layer}].args[0].z[1]")
+    assert after_layer["z"] == stored
+    head = str(heads - 1)
+    reader.click_step(div, head)
+    after_head = reader.data(div, shown)
+    assert after_head["i"] == 1 and after_head["z"] != after_layer["z"]
+    assert after_head["z"] == reader.data(
+        div, f"gd.layout.sliders[0].steps[{head}].args[0].z[1]"
+    )  # the steps of the chosen layer
+    assert reader.data(div, "gd.layout.sliders[0].active") == heads - 1
+    # Hover over a cell: query token, key token and weight.
+    reader.page.locator(f"#{div} .nsewdrag").first.hover()
+    reader.page.wait_for_timeout(300)
+    hover = reader.data(div, "(gd.querySelector('.hoverlayer') || {}).textContent || ''")
+    assert "query:" in hover and "key:" in hover and "weight:" in hover
+    reader.screenshots(div)
+    reader.close()

@@ -1,0 +1,504 @@
+"""Tests of attention_lab.interactive: the stored states, the controls, the HTML, the errors.
+
+A click on a control is simulated with plotly.py's own ``plotly_restyle`` / ``plotly_relayout`` /
+``plotly_update``, which apply a button's arguments with plotly.js's semantics; the browser tests
+(test_browser_explorers.py) click the same controls in the built book.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import importlib
+import itertools
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_lab import interactive
+from attention_lab.masks import causal_mask, padding_mask
+from attention_lab.positional import sinusoidal_encoding
+from conftest import ROOT, random_inputs
+
+MARKUP = "<img src=x onerror=alert(1)>"
+ATOL = 0.5e-3  # values are stored with 3 decimals
+
+
+def click(fig: go.Figure, control) -> None:
+    """Apply a button's or slider step's arguments as plotly.js does on a click."""
+    args = list(control.args)
+    if control.method == "restyle":
+        fig.plotly_restyle(args[0], args[1] if len(args) > 1 else None)
+    elif control.method == "relayout":
+        fig.plotly_relayout(args[0])
+    elif control.method == "update":
+        fig.plotly_update(args[0], args[1] if len(args) > 1 else None, *args[2:3])
+    else:
+        raise AssertionError(f"unexpected method {control.method}")
+
+
+def button(fig: go.Figure, menu: int, label: str):
+    (found,) = [b for b in fig.layout.updatemenus[menu].buttons if b.label == label]
+    return found
+
+
+def step(fig: go.Figure, label: str):
+    (found,) = [s for s in fig.layout.sliders[0].steps if s.label == label]
+    return found
+
+
+def as_array(z) -> np.ndarray:
+    """A stored z (nested lists, None for gaps) as a float array with NaN for gaps."""
+    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+
+
+def softmax_rows(scores: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(scores, dim=-1)
+
+
+def random_weights(*shape: int, seed: int = 0) -> torch.Tensor:
+    (scores,) = random_inputs([shape], seed=seed)
+    return softmax_rows(3 * scores)
+
+
+# --- to_html --------------------------------------------------------------------------------
+
+
+def small_figure() -> go.Figure:
+    tokens = ["the", "cat", MARKUP]
+    return interactive.heads_explorer(tokens, random_weights(2, 2, 3, 3))
+
+
+def test_to_html_is_a_fragment_without_plotly_js_and_is_stable():
+    fig = small_figure()
+    first = interactive.to_html(fig, div_id="explorer-test")
+    again = interactive.to_html(small_figure(), div_id="explorer-test")
+    assert first == again  # same figure, same id: the same bytes
+    assert '<div id="explorer-test" class="plotly-graph-div"' in first
+    assert "<html" not in first and "<script src" not in first
+    assert "Plotly.newPlot" in first and len(first) < 200_000  # plotly.js alone is 4.6 MB
+    assert '"responsive": true' in first and '"displaylogo": false' in first
+
+
+@pytest.mark.parametrize("div_id", ["1abc", "has space", "", 'x"><script>alert(1)</script>'])
+def test_to_html_rejects_a_bad_div_id(div_id):
+    with pytest.raises(ValueError, match="div_id"):
+        interactive.to_html(small_figure(), div_id=div_id)
+
+
+def test_to_html_rejects_wrong_types():
+    with pytest.raises(TypeError, match="fig"):
+        interactive.to_html({"data": []}, div_id="a")
+    with pytest.raises(TypeError, match="div_id"):
+        interactive.to_html(small_figure(), div_id=3)
+
+
+def test_markup_in_tokens_is_escaped_everywhere():
+    gallery = {
+        "<b>bold</b>": ([MARKUP, "b&c"], random_weights(1, 2, 2, 2)),
+    }
+    fig = interactive.attention_explorer(gallery)
+    escaped = html.escape(MARKUP, quote=False)
+    assert list(fig.layout.xaxis.ticktext) == [escaped, "b&amp;c"]
+    assert list(fig.data[0].customdata[0][0]) == [escaped, escaped]
+    assert fig.layout.updatemenus[0].buttons[0].label == "&lt;b&gt;bold&lt;/b&gt;"
+    page = interactive.to_html(fig, div_id="markup")
+    # No raw markup anywhere: not in the JSON, not in the labels.
+    assert "<img" not in page and "onerror=alert(1)>" not in page and "<b>" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_interactive_imports_no_model_code():
+    tree = ast.parse((ROOT / "lib" / "attention_lab" / "interactive.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+        elif isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+    ours = {name for name in imported if name.startswith("attention_lab")}
+    assert ours <= {"attention_lab._validation", "attention_lab.plotting"}, ours
+
+
+def test_importing_prints_nothing_and_keeps_plotly_defaults(capsys):
+    before = (pio.templates.default, pio.renderers.default)
+    importlib.reload(interactive)
+    assert (pio.templates.default, pio.renderers.default) == before
+    assert capsys.readouterr() == ("", "")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=1, max_value=6), st.integers(min_value=0, max_value=10_000))
+def test_stored_weights_are_the_inputs_rounded(size, seed):
+    weights = random_weights(1, 1, size, size, seed=seed)
+    fig = interactive.heads_explorer([f"t{i}" for i in range(size)], weights)
+    stored = as_array(fig.data[0].z)
+    np.testing.assert_allclose(stored, weights[0, 0].numpy(), atol=ATOL, rtol=0)
+    # Three decimals at most: the page stays light.
+    assert np.array_equal(stored, np.round(stored, 3))
+
+
+# --- explorer 1 ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gallery():
+    return {
+        "short": (["[CLS]", "a", "[SEP]"], random_weights(3, 4, 3, 3, seed=1)),
+        "longer": (["[CLS]", "the", "cat", "the", "[SEP]"], random_weights(3, 4, 5, 5, seed=2)),
+        "markup": (["[CLS]", MARKUP, "[SEP]"], random_weights(3, 4, 3, 3, seed=3)),
+    }
+
+
+def visible_heatmap(fig: go.Figure) -> int:
+    (index,) = [i for i, trace in enumerate(fig.data) if trace.visible in (True, None)]
+    return index
+
+
+def test_attention_explorer_starts_at_sentence_0_layer_0_head_0(gallery):
+    fig = interactive.attention_explorer(gallery)
+    assert len(fig.data) == 3 and visible_heatmap(fig) == 0
+    for trace, (_, weights) in zip(fig.data, gallery.values(), strict=True):
+        np.testing.assert_allclose(as_array(trace.z), weights[0, 0], atol=ATOL, rtol=0)
+    assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["short", "longer", "markup"]
+    assert [b.label for b in fig.layout.updatemenus[1].buttons] == ["0", "1", "2"]
+    assert [s.label for s in fig.layout.sliders[0].steps] == ["0", "1", "2", "3"]
+    assert "query: %{customdata[0]}" in fig.data[0].hovertemplate
+    assert "weight: %{z:.3f}" in fig.data[0].hovertemplate
+
+
+@pytest.mark.parametrize("order", ["sentence first", "sentence last"])
+def test_attention_explorer_controls_compose(gallery, order):
+    """Every (sentence, layer, head) is reached, whatever order the controls are used in."""
+    labels = list(gallery)
+    for (s, label), layer, head in itertools.product(enumerate(labels), (0, 2), (0, 3)):
+        fig = interactive.attention_explorer(gallery)
+        if order == "sentence first":
+            click(fig, button(fig, 0, label))
+        click(fig, button(fig, 1, str(layer)))
+        assert fig.layout.sliders[0].active == 0  # a new layer starts at head 0
+        np.testing.assert_allclose(
+            as_array(fig.data[s].z), gallery[label][1][layer, 0], atol=ATOL, rtol=0
+        )
+        click(fig, step(fig, str(head)))
+        if order == "sentence last":
+            click(fig, button(fig, 0, label))
+        assert visible_heatmap(fig) == s
+        tokens = gallery[label][0]
+        np.testing.assert_allclose(
+            as_array(fig.data[s].z), gallery[label][1][layer, head], atol=ATOL, rtol=0
+        )
+        assert list(fig.layout.yaxis.ticktext) == [html.escape(t, quote=False) for t in tokens]
+        assert list(fig.layout.yaxis.range) == [len(tokens) - 0.5, -0.5]  # query 0 on top
+
+
+def test_attention_explorer_duplicate_tokens_keep_their_own_cells(gallery):
+    # "the" appears twice in "longer": positions, not categories, so 5 distinct rows.
+    fig = interactive.attention_explorer(gallery)
+    click(fig, button(fig, 0, "longer"))
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert np.shape(fig.data[1].z) == (5, 5)
+
+
+def test_attention_explorer_cuts_long_labels():
+    label = "a sentence label far longer than the dropdown should be"
+    fig = interactive.attention_explorer({label: (["a", "b"], random_weights(1, 1, 2, 2))})
+    shown = fig.layout.updatemenus[0].buttons[0].label
+    assert len(shown) == 32 and shown.endswith("…") and label.startswith(shown[:-1])
+
+
+@pytest.mark.parametrize(
+    ("gallery", "error", "match"),
+    [
+        ([("a", (["x"], torch.ones(1, 1, 1, 1)))], TypeError, "gallery must be a dict"),
+        ({}, ValueError, "at least one sentence"),
+        ({1: (["x"], torch.ones(1, 1, 1, 1))}, TypeError, "keys must be str"),
+        ({"a": torch.ones(1, 1, 1, 1)}, TypeError, "pair"),
+        ({"a": (["x", "y"], torch.ones(1, 1, 1, 1))}, ValueError, "2 tokens"),
+        ({"a": ("xy", torch.ones(1, 1, 2, 2))}, TypeError, "list of token strings"),
+        ({"a": (["x", 2], torch.ones(1, 1, 2, 2))}, TypeError, "only str"),
+        ({"a": (["x"], torch.ones(1, 1, 1))}, ValueError, r"\[L, H, T, T\]"),
+        ({"a": (["x"], torch.ones(1, 1, 1, 2))}, ValueError, "self-attention"),
+        (
+            {"a": (["x"], torch.ones(1, 2, 1, 1)), "b": (["x"], torch.ones(1, 3, 1, 1))},
+            ValueError,
+            r"same \[L, H\]",
+        ),
+    ],
+)
+def test_attention_explorer_rejects_bad_input(gallery, error, match):
+    with pytest.raises(error, match=match):
+        interactive.attention_explorer(gallery)
+
+
+# --- explorer 2 ------------------------------------------------------------------------------
+
+
+def test_heads_explorer_layer_buttons_switch_every_head():
+    weights = random_weights(3, 5, 4, 4, seed=4)
+    tokens = ["a", "b", "a", "c"]
+    fig = interactive.heads_explorer(tokens, weights, columns=2)
+    assert len(fig.data) == 5
+    assert [b.label for b in fig.layout.updatemenus[0].buttons] == ["0", "1", "2"]
+    # 5 heads in 2 columns: 3 rows; each head on its own axes.
+    assert len({trace.xaxis for trace in fig.data}) == 5
+    for layer in (2, 0, 1):
+        click(fig, button(fig, 0, str(layer)))
+        for head, trace in enumerate(fig.data):
+            np.testing.assert_allclose(as_array(trace.z), weights[layer, head], atol=ATOL, rtol=0)
+            assert trace.name == f"head {head}"
+    # Queries label the first column only.
+    assert list(fig.layout.yaxis.ticktext) == tokens
+    assert set(fig.layout.yaxis2.ticktext) == {""}
+
+
+def test_heads_explorer_one_layer_has_no_buttons():
+    fig = interactive.heads_explorer(["a", "b"], random_weights(1, 2, 2, 2))
+    assert not fig.layout.updatemenus
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"tokens": ["a"]}, ValueError, "1 tokens"),
+        ({"weights": torch.ones(2, 2, 2)}, ValueError, r"\[L, H, T, T\]"),
+        ({"weights": "weights"}, TypeError, "weights"),
+        ({"columns": 0}, ValueError, "columns"),
+        ({"columns": 1.5}, TypeError, "columns"),
+        ({"row_height": 10}, ValueError, "row_height"),
+    ],
+)
+def test_heads_explorer_rejects_bad_input(kwargs, error, match):
+    arguments = {"tokens": ["a", "b"], "weights": random_weights(1, 2, 2, 2), **kwargs}
+    with pytest.raises(error, match=match):
+        interactive.heads_explorer(**arguments)
+
+
+# --- explorer 3 ------------------------------------------------------------------------------
+
+
+WIDTHS = [8, 16, 32]
+
+
+@pytest.fixture
+def encodings():
+    return [sinusoidal_encoding(40, width) for width in WIDTHS]
+
+
+def visible_lines(fig: go.Figure) -> list[go.Scatter]:
+    return [t for t in fig.data if isinstance(t, go.Scatter) and t.visible in (True, None)]
+
+
+@pytest.mark.parametrize("order", ["width first", "dimensions first"])
+def test_positional_explorer_controls_compose(encodings, order):
+    dimensions = [0, 2, 6, -2]
+    for (e, width), start in itertools.product(enumerate(WIDTHS), dimensions):
+        fig = interactive.positional_explorer(encodings, positions=[10, 40], dimensions=dimensions)
+        label = "last pair" if start == -2 else f"{start} and {start + 1}"
+        first, then = button(fig, 0, str(width)), button(fig, 2, label)
+        for control in (first, then) if order == "width first" else (then, first):
+            click(fig, control)
+        (heatmap,) = [t for t in fig.data if isinstance(t, go.Heatmap) and t.visible]
+        np.testing.assert_allclose(as_array(heatmap.z), encodings[e], atol=0.005, rtol=0)
+        assert list(fig.layout.xaxis.range) == [-0.5, width - 0.5]
+        sine, cosine = visible_lines(fig)
+        dim = width - 2 if start == -2 else start
+        np.testing.assert_allclose(sine.y, encodings[e][:, dim], atol=ATOL, rtol=0)
+        np.testing.assert_allclose(cosine.y, encodings[e][:, dim + 1], atol=ATOL, rtol=0)
+        assert (sine.name, cosine.name) == (f"dim {dim} (sin)", f"dim {dim + 1} (cos)")
+
+
+def test_positional_explorer_positions_set_both_ranges(encodings):
+    fig = interactive.positional_explorer(encodings, positions=[10, 25, 40], dimensions=[0])
+    assert list(fig.layout.yaxis.range) == [39.5, -0.5]  # the longest first
+    click(fig, button(fig, 1, "10"))
+    assert list(fig.layout.yaxis.range) == [9.5, -0.5]
+    assert list(fig.layout.xaxis2.range) == [0, 9]
+    # The width buttons do not touch the number of positions, and vice versa.
+    click(fig, button(fig, 0, "8"))
+    assert list(fig.layout.yaxis.range) == [9.5, -0.5]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "match"),
+    [
+        ({"encodings": torch.ones(4, 8)}, TypeError, "list of"),
+        ({"encodings": []}, ValueError, "at least one"),
+        ({"encodings": [torch.ones(4, 8), torch.ones(5, 16)]}, ValueError, "same T"),
+        ({"encodings": [torch.ones(4, 8), torch.ones(4, 8)]}, ValueError, "distinct, even"),
+        ({"encodings": [torch.ones(4, 7)]}, ValueError, "distinct, even"),
+        ({"positions": [5]}, ValueError, "at most T = 4"),
+        ({"positions": [2.5]}, TypeError, "positions"),
+        ({"dimensions": [1]}, ValueError, "even indices"),
+        ({"dimensions": [8]}, ValueError, "even indices"),
+        ({"dimensions": []}, ValueError, "at least one choice"),
+    ],
+)
+def test_positional_explorer_rejects_bad_input(arguments, error, match):
+    kwargs = {"encodings": [torch.ones(4, 8)], "positions": [4], "dimensions": [0], **arguments}
+    with pytest.raises(error, match=match):
+        interactive.positional_explorer(**kwargs)
+
+
+# --- explorer 4 ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def lab():
+    """A left-padded batch of two: "<pad> <pad> a b" and "c d e f"."""
+    ids = torch.tensor([[0, 0, 1, 2], [3, 4, 5, 6]])
+    tokens = [["<pad>", "<pad>", "a", "b"], ["c", "d", "e", "f"]]
+    (scores,) = random_inputs([(2, 4, 4)], seed=5)
+    padding = padding_mask(ids)[:, 0]  # [B, 1, T]
+    causal = causal_mask(4)
+    weights = {}
+    for p, c in itertools.product((False, True), repeat=2):
+        allowed = torch.ones(2, 4, 4, dtype=torch.bool)
+        allowed = allowed & padding if p else allowed
+        allowed = allowed & causal if c else allowed
+        # An independent computation: softmax over the allowed keys, 0 where none is.
+        exp = torch.exp(scores - scores.amax(dim=-1, keepdim=True)) * allowed
+        total = exp.sum(dim=-1, keepdim=True)
+        weights[(p, c)] = torch.where(total > 0, exp / total.clamp_min(1e-30), 0.0)
+    return tokens, scores, padding, causal, weights
+
+
+def shown_panels(fig: go.Figure, batch: int):
+    """The visible (masked scores, weights) heatmaps of each sequence."""
+    visible = [t for t in fig.data[batch:] if t.visible in (True, None)]
+    assert len(visible) == 2 * batch
+    return visible[:batch], visible[batch:]
+
+
+@pytest.mark.parametrize("order", ["padding first", "causal first"])
+def test_mask_lab_shows_each_combination(lab, order):
+    tokens, scores, padding, causal, weights = lab
+    for p, c in itertools.product((False, True), repeat=2):
+        fig = interactive.mask_lab(tokens, scores, padding=padding, causal=causal, weights=weights)
+        pad_button = button(fig, 0, "on" if p else "off")
+        causal_button = button(fig, 1, "on" if c else "off")
+        for control in (
+            (pad_button, causal_button) if order == "padding first" else (causal_button, pad_button)
+        ):
+            click(fig, control)
+        masked, shown_weights = shown_panels(fig, 2)
+        allowed = torch.ones(2, 4, 4, dtype=torch.bool)
+        allowed = allowed & padding if p else allowed
+        allowed = allowed & causal if c else allowed
+        for b in range(2):
+            np.testing.assert_allclose(as_array(fig.data[b].z), scores[b], atol=0.005, rtol=0)
+            expected = torch.where(allowed[b], scores[b], math.nan)
+            np.testing.assert_allclose(as_array(masked[b].z), expected, atol=0.005, rtol=0)
+            np.testing.assert_allclose(
+                as_array(shown_weights[b].z), weights[(p, c)][b], atol=ATOL, rtol=0
+            )
+    # Both masks on: the first "<pad>" query sees nothing, and its row is shown as zeros.
+    assert as_array(shown_weights[0].z)[0].tolist() == [0, 0, 0, 0] if (p, c) == (1, 1) else True
+
+
+def test_mask_lab_keeps_fully_masked_rows(lab):
+    tokens, scores, padding, causal, weights = lab
+    fig = interactive.mask_lab(tokens, scores, padding=padding, causal=causal, weights=weights)
+    click(fig, button(fig, 0, "on"))
+    click(fig, button(fig, 1, "on"))
+    masked, shown_weights = shown_panels(fig, 2)
+    assert np.isnan(as_array(masked[0].z)[:2]).all()  # two padding queries: all blocked
+    assert as_array(shown_weights[0].z)[:2].tolist() == [[0.0] * 4] * 2
+    assert fig.layout.xaxis.ticktext[0] == "&lt;pad&gt;"
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"padding": torch.ones(2, 1, 4)}, TypeError, "padding must be a torch.bool"),
+        ({"causal": np.ones((4, 4))}, TypeError, "causal must be a boolean"),
+        ({"causal": torch.ones(3, 3, dtype=torch.bool)}, ValueError, "causal must broadcast"),
+        ({"weights": {}}, ValueError, "missing"),
+        ({"weights": [1]}, TypeError, "weights must be a dict"),
+        ({"tokens": [["a"] * 4]}, ValueError, "B = 2"),
+        ({"tokens": [["a"] * 4, ["b"] * 3]}, ValueError, "3 tokens"),
+        ({"scores": torch.ones(2, 4, 3)}, ValueError, r"\[B, T, T\]"),
+    ],
+)
+def test_mask_lab_rejects_bad_input(lab, change, error, match):
+    tokens, scores, padding, causal, weights = lab
+    kwargs = {
+        "tokens": tokens,
+        "scores": scores,
+        "padding": padding,
+        "causal": causal,
+        "weights": weights,
+        **change,
+    }
+    with pytest.raises(error, match=match):
+        interactive.mask_lab(**kwargs)
+
+
+def test_mask_lab_rejects_weights_of_the_wrong_shape(lab):
+    tokens, scores, padding, causal, weights = lab
+    weights = {**weights, (True, True): torch.ones(2, 4, 5)}
+    with pytest.raises(ValueError, match=r"weights\[\(True, True\)\]"):
+        interactive.mask_lab(tokens, scores, padding=padding, causal=causal, weights=weights)
+
+
+# --- explorer 5 ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def rows():
+    d_ks = [4, 64, 1024]
+    generator = torch.Generator().manual_seed(6)
+    unscaled, scaled = [], []
+    for width in d_ks:
+        q = torch.randn(width, generator=generator, dtype=torch.float64)
+        k = torch.randn(8, width, generator=generator, dtype=torch.float64)
+        unscaled.append(torch.softmax(k @ q, dim=-1))
+        scaled.append(torch.softmax(k @ q / math.sqrt(width), dim=-1))
+    return d_ks, torch.stack(unscaled), torch.stack(scaled)
+
+
+def entropy(p: torch.Tensor) -> torch.Tensor:
+    return torch.special.entr(p).sum(dim=-1)
+
+
+def test_scaling_explorer_slider_shows_each_width(rows):
+    d_ks, unscaled, scaled = rows
+    fig = interactive.scaling_explorer(d_ks, unscaled, scaled)
+    assert fig.layout.sliders[0].active == len(d_ks) - 1  # the widest first
+    for n in (0, 2, 1):
+        click(fig, step(fig, str(d_ks[n])))
+        order = torch.argsort(unscaled[n], descending=True)
+        np.testing.assert_allclose(fig.data[0].y, unscaled[n][order], atol=ATOL, rtol=0)
+        np.testing.assert_allclose(fig.data[1].y, scaled[n][order], atol=ATOL, rtol=0)
+        # Scaling keeps the order: the scaled bars decrease too.
+        assert np.all(np.diff(fig.data[1].y) <= 1e-3)
+        marker = fig.data[4]
+        np.testing.assert_allclose(marker.x, [math.log2(d_ks[n])] * 2)
+        expected = [entropy(unscaled[n]).item(), entropy(scaled[n]).item()]
+        np.testing.assert_allclose(marker.y, expected, atol=ATOL, rtol=0)
+    np.testing.assert_allclose(fig.data[2].y, entropy(unscaled), atol=ATOL, rtol=0)
+    np.testing.assert_allclose(fig.data[3].y, entropy(scaled), atol=ATOL, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        ({"d_ks": [4, 4, 8]}, ValueError, "increase"),
+        ({"d_ks": [4, 2.0, 8]}, TypeError, "d_ks"),
+        ({"d_ks": []}, TypeError, "non-empty"),
+        ({"d_ks": [4, 8]}, ValueError, "one row per width"),
+        ({"unscaled": torch.ones(3, 8)}, ValueError, "softmax weights"),
+        ({"scaled": torch.full((3, 4), 0.25)}, ValueError, "same shape"),
+    ],
+)
+def test_scaling_explorer_rejects_bad_input(rows, change, error, match):
+    d_ks, unscaled, scaled = rows
+    kwargs = {"d_ks": d_ks, "unscaled": unscaled, "scaled": scaled, **change}
+    with pytest.raises(error, match=match):
+        interactive.scaling_explorer(**kwargs)
