@@ -1,0 +1,1027 @@
+"""Self-checks for the labs: run a learner's function and compare it with the library's.
+
+Each ``check_*`` function calls the learner's function on a list of cases (several shapes and
+dtypes, masks, and edge cases such as a single token or a query whose keys are all blocked) and
+compares the result with what the library computes. It prints one success line, or raises
+``AssertionError`` naming the first case that does not match, what differs, and the likely
+mistake.
+
+The likely mistake is found by what the function *does*, not by reading its code: on a failing
+case the check also computes the classic wrong versions (softmax over the wrong axis, a missing
+or wrong scale, an inverted mask, heads merged without the transpose, sine and cosine swapped,
+...) and reports the one the learner's result matches. :data:`MISTAKES` lists every mistake
+the checks can name.
+
+The checks run in a few hundred milliseconds, touch no global random state and need no
+gradient: they run the learner's function under ``torch.no_grad()``.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
+# names without intersphinx.
+from typing import Any, Callable  # noqa: UP035
+
+import torch
+
+from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
+from attention_lab.layers import EncoderLayer
+from attention_lab.masks import causal_mask, combine_masks, padding_mask
+from attention_lab.positional import sinusoidal_encoding
+
+__all__ = [
+    "MISTAKES",
+    "check_encoder_layer",
+    "check_masked_attention",
+    "check_multi_head_attention",
+    "check_scaled_dot_product_attention",
+    "check_sinusoidal_encoding",
+]
+
+#: Every mistake a check can recognise, by key, with the explanation it prints.
+MISTAKES: dict[str, str] = {
+    # Attention itself.
+    "softmax_axis": (
+        "softmax over the wrong axis: each query's row must be normalised over the keys, "
+        "dim=-1, not over the queries (dim=-2)"
+    ),
+    "no_scaling": "missing scaling: divide the scores Q K^T by sqrt(d_k) before the softmax",
+    "scaled_by_d_k": "wrong scaling: you divided by d_k instead of by sqrt(d_k)",
+    "scale_multiplied": "wrong scaling: you multiplied by sqrt(d_k) instead of dividing by it",
+    "scaled_by_sqrt_d_model": (
+        "wrong scaling: you divided by sqrt(d_model) instead of sqrt(d_k), the width of one "
+        "head (d_k = d_model / num_heads)"
+    ),
+    "no_softmax": "no softmax: the weights are the raw scaled scores; apply softmax over dim=-1",
+    "scores_transposed": (
+        "scores not Q K^T: compute query @ key.transpose(-2, -1), shape [..., Tq, Tk] (not "
+        "K Q^T, nor Q K without transposing the keys); then weights @ value is [..., Tq, Dv]"
+    ),
+    "weights_times_keys": (
+        "output not the weighted sum of values: you multiplied the weights by the keys; "
+        "the output is weights @ value"
+    ),
+    "output_is_weights": (
+        "output not the weighted sum of values: you returned the weights as the output; "
+        "multiply them by the values (weights @ value)"
+    ),
+    "pair_swapped": "you returned (weights, output); return (output, weights)",
+    "not_a_pair": "return a tuple (output, weights), not a single tensor",
+    "overflow": (
+        "the softmax overflowed on large scores (inf or NaN): subtract each row's maximum "
+        "before exponentiating, or use torch.softmax"
+    ),
+    "wrong_dtype": (
+        "the result has another dtype than the input: compute in the input's dtype (a "
+        "tensor created without dtype= is float32)"
+    ),
+    # Heads.
+    "merge_without_transpose": (
+        "heads merged with view/reshape without the transpose: [B, H, Tq, Dh] must become "
+        "[B, Tq, H, Dh] (transpose(1, 2)) before reshaping to [B, Tq, D]"
+    ),
+    "split_without_transpose": (
+        "heads split with view/reshape straight to [B, H, T, Dh]: view as [B, T, H, Dh] "
+        "first, then transpose(1, 2)"
+    ),
+    "split_and_merge_without_transpose": (
+        "heads split and merged with view/reshape but no transpose: each 'head' then mixes "
+        "positions; view as [B, T, H, Dh] and transpose(1, 2), and transpose back before merging"
+    ),
+    "heads_and_width_swapped": (
+        "num_heads and head_dim swapped: split into num_heads heads of width "
+        "d_model // num_heads, i.e. view(B, T, num_heads, head_dim)"
+    ),
+    "heads_not_merged": "heads not merged: the output must be [B, Tq, D], not [B, H, Tq, Dh]",
+    "weights_averaged": "weights averaged over heads: return every head's weights, [B, H, Tq, Tk]",
+    # Positional encoding.
+    "sin_cos_swapped": (
+        "sine and cosine swapped: even columns (0, 2, 4, ...) hold the sine, odd columns the cosine"
+    ),
+    "frequency_i_not_2i": (
+        "frequencies use i instead of 2i: column pair i has the angle "
+        "pos / base ** (2i / d_model), not pos / base ** (i / d_model)"
+    ),
+    "frequency_column_index": (
+        "each column uses its own index j in the exponent: the sine in column 2i and the "
+        "cosine in column 2i + 1 share one frequency, 1 / base ** (2i / d_model)"
+    ),
+    "frequency_inverted": (
+        "frequency inverted: divide the position by base ** (2i / d_model), do not multiply"
+    ),
+    "halves_not_interleaved": (
+        "sines and cosines in two halves: interleave them, sine in column 2i and cosine in "
+        "column 2i + 1"
+    ),
+    "positions_from_one": (
+        "positions start at 1: the first row is position 0 (sin 0 = 0, cos 0 = 1)"
+    ),
+    "encoding_transposed": "the encoding is transposed: return [max_len, d_model]",
+    "odd_d_model": (
+        "an odd d_model fails: the last column is then a sine without a cosine partner, so "
+        "there is one cosine column fewer than sine columns"
+    ),
+    # Masks.
+    "mask_polarity": (
+        "inverted mask polarity: True means 'may attend', so block where the mask is False "
+        "(scores.masked_fill(~mask, ...))"
+    ),
+    "mask_ignored": "the mask is ignored: blocked keys must get a weight of exactly 0",
+    "mask_after_softmax": (
+        "weights zeroed after the softmax without renormalising: the rows no longer sum to 1; "
+        "mask the scores before the softmax"
+    ),
+    "nan_fully_masked": (
+        "NaN in a fully masked row: filling with -inf gives 0 / 0 when every key is blocked; "
+        "fill with torch.finfo(scores.dtype).min and set the weights of such rows to 0"
+    ),
+    "uniform_fully_masked": (
+        "a fully masked row gets uniform weights: when every key is blocked the weights (and "
+        "the output) must be 0; zero the blocked weights after the softmax"
+    ),
+    "fill_overflow": (
+        "the fill value does not fit in float16 (e.g. -1e9): use torch.finfo(scores.dtype).min"
+    ),
+    # Encoder layer.
+    "pre_norm_instead_of_post_norm": (
+        "pre-norm computed for a post-norm layer (layer.norm_first is False): "
+        "x = norm1(x + attention(x)), then x = norm2(x + feed_forward(x))"
+    ),
+    "post_norm_instead_of_pre_norm": (
+        "post-norm computed for a pre-norm layer (layer.norm_first is True): "
+        "x = x + attention(norm1(x)), then x = x + feed_forward(norm2(x))"
+    ),
+    "no_attention_residual": (
+        "missing residual connection around the attention: add the sub-layer's input back"
+    ),
+    "no_feed_forward_residual": (
+        "missing residual connection around the feed-forward network: add its input back"
+    ),
+    "norm_outside_residual": (
+        "LayerNorm applied to the sub-layer's output before the residual sum: post-norm "
+        "normalises the sum, norm(x + sublayer(x))"
+    ),
+    "norms_swapped": (
+        "norm1 and norm2 swapped: norm1 belongs to the attention, norm2 to the feed-forward"
+    ),
+    "encoder_mask_ignored": (
+        "the mask is not passed to the self-attention: layer.self_attn(..., mask=mask)"
+    ),
+}
+
+_UNKNOWN = (
+    "none of the common mistakes this check knows; print your intermediate tensors and "
+    "compare them with the step-by-step computation in the chapter"
+)
+
+
+@dataclass
+class _Case:
+    """One call of the learner's function: a readable name and the arguments."""
+
+    name: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    fully_masked_rows: torch.Tensor | None = None  # bool [..., Tq, 1] where every key is blocked
+    large_scores: bool = False  # scores large enough to overflow a naive exp
+
+
+def _name(fn: Callable) -> str:
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def _check_callable(fn: Any) -> None:
+    if not callable(fn):
+        raise TypeError(f"fn must be a function (callable), got {type(fn).__name__}")
+
+
+def _wrap(message: str, width: int = 76) -> str:
+    """Wrap each line of ``message`` to ``width`` columns, leaving room on the first line for
+    the ``AssertionError: `` in front of it, so that no line needs a horizontal scrollbar."""
+    prefix = " " * len("AssertionError: ")
+    lines = []
+    for index, paragraph in enumerate(message.split("\n")):
+        indent = prefix if index == 0 else ""
+        wrapped = textwrap.wrap(
+            paragraph,
+            width,
+            initial_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        lines += [wrapped[0].removeprefix(indent), *wrapped[1:]] if wrapped else [""]
+    return "\n".join(lines)
+
+
+def _fail(fn_name: str, case: _Case, problem: str, mistake: str | None) -> None:
+    likely = MISTAKES[mistake] if mistake else _UNKNOWN
+    raise AssertionError(
+        _wrap(
+            f"{fn_name} does not match the library on case '{case.name}': {problem}.\n"
+            f"Likely mistake: {likely}."
+        )
+    )
+
+
+def _run(fn: Callable, case: _Case, error_hint: Callable[[Exception], str | None] | None = None):
+    """Call ``fn`` on ``case``; turn the stub's NotImplementedError and crashes into messages."""
+    fn_name = _name(fn)
+    try:
+        with torch.no_grad():
+            return fn(*case.args, **case.kwargs)
+    except NotImplementedError:
+        raise AssertionError(
+            _wrap(
+                f"{fn_name} raised NotImplementedError: it is still the stub. Replace the line "
+                '"raise NotImplementedError(...)" with your implementation, run that cell, '
+                "then run this check again."
+            )
+        ) from None
+    except Exception as error:
+        mistake = error_hint(error) if error_hint else None
+        likely = f"\nLikely mistake: {MISTAKES[mistake]}." if mistake else ""
+        raise AssertionError(
+            _wrap(f"{fn_name} raised {type(error).__name__} on case '{case.name}': {error}{likely}")
+        ) from error
+
+
+def _close(got: Any, expected: torch.Tensor, atol: float, rtol: float) -> bool:
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return False
+    return torch.allclose(got.double(), expected.double(), atol=atol, rtol=rtol)
+
+
+def _difference(got: torch.Tensor, expected: torch.Tensor) -> str:
+    diff = (got.double() - expected.double()).abs().nan_to_num(nan=math.inf)
+    index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+    return (
+        f"largest difference {diff.max().item():.3g} at index {list(index)} "
+        f"(got {got[index].item():.4g}, expected {expected[index].item():.4g})"
+    )
+
+
+def _the(what: str, verb: str) -> str:
+    """'the output differs', 'the weights differ': the verb agrees with the noun."""
+    if what == "weights":
+        verb = {"has": "have", "is": "are"}.get(verb, verb.removesuffix("s"))
+    return f"the {what} {verb}"
+
+
+def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(atol, rtol) for comparing a result computed in ``dtype`` with a float64 reference."""
+    return {torch.float16: (3e-3, 3e-3), torch.bfloat16: (2e-2, 2e-2)}.get(dtype, (1e-5, 1e-4))
+
+
+def _match_variant(
+    got: Sequence[torch.Tensor], variants: dict[str, Callable[[], Sequence[torch.Tensor]]], tol
+) -> str | None:
+    """The key of the first wrong variant whose results all match ``got``."""
+    for key, compute in variants.items():
+        try:
+            expected = compute()
+        except RuntimeError:  # a variant that makes no sense for these shapes
+            continue
+        if all(_close(g, e, *tol) for g, e in zip(got, expected, strict=True)):
+            return key
+    return None
+
+
+def _check_pair(
+    fn_name: str,
+    case: _Case,
+    result: Any,
+    expected: tuple[torch.Tensor, torch.Tensor],
+    variants: dict[str, Callable[[], tuple[torch.Tensor, torch.Tensor]]],
+    shape_mistake: Callable[[torch.Size, torch.Size], str | None] = lambda out, w: None,
+) -> None:
+    """Compare a learner's ``(output, weights)`` with the library's, or fail with a diagnosis."""
+    expected_out, expected_w = expected
+    if isinstance(result, torch.Tensor):
+        _fail(fn_name, case, f"it returned one tensor of shape {list(result.shape)}", "not_a_pair")
+    if not (
+        isinstance(result, tuple | list)
+        and len(result) == 2
+        and all(isinstance(r, torch.Tensor) for r in result)
+    ):
+        _fail(fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair")
+    out, w = result
+    if (
+        out.shape == expected_w.shape
+        and w.shape == expected_out.shape
+        and expected_out.shape != expected_w.shape
+    ):
+        _fail(fn_name, case, "the output has the weights' shape and the reverse", "pair_swapped")
+    for what, got, want in (("output", out, expected_out), ("weights", w, expected_w)):
+        if got.shape != want.shape:
+            _fail(
+                fn_name,
+                case,
+                f"{_the(what, 'has')} shape {list(got.shape)}, expected {list(want.shape)}",
+                shape_mistake(out.shape, w.shape),
+            )
+    for what, got, want in (("output", out, expected_out), ("weights", w, expected_w)):
+        if got.dtype != want.dtype:
+            _fail(
+                fn_name,
+                case,
+                f"{_the(what, 'is')} {got.dtype}, expected {want.dtype}",
+                "wrong_dtype",
+            )
+    tol = _tolerance(expected_out.dtype)
+    for what, got in (("output", out), ("weights", w)):
+        bad = ~got.isfinite()
+        if bad.any():
+            rows = case.fully_masked_rows
+            if rows is not None and not (bad & ~rows.expand_as(bad)).any():
+                _fail(fn_name, case, f"{_the(what, 'contains')} NaN", "nan_fully_masked")
+            mistake = "overflow" if case.large_scores else None
+            _fail(fn_name, case, f"{_the(what, 'contains')} NaN or inf", mistake)
+    if _close(out, expected_out, *tol) and _close(w, expected_w, *tol):
+        return
+    if case.fully_masked_rows is not None:
+        rows = case.fully_masked_rows.expand_as(w)
+        tk = w.shape[-1]
+        uniform = torch.full_like(w.double(), 1.0 / tk)
+        if rows.any() and torch.allclose(w.double()[rows], uniform[rows], atol=tol[0]):
+            _fail(
+                fn_name, case, "the weights of a fully masked row are not 0", "uniform_fully_masked"
+            )
+    what, got, want = (
+        ("weights", w, expected_w)
+        if not _close(w, expected_w, *tol)
+        else ("output", out, expected_out)
+    )
+    mistake = _match_variant((out, w), variants, tol)
+    if mistake is None and _close(out, expected_w, *tol):
+        mistake = "output_is_weights"
+    _fail(fn_name, case, f"{_the(what, 'differs')}: {_difference(got, want)}", mistake)
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrong variants of attention, computed in float64 and cast back.
+
+
+def _attention_variant(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    divisor: float | None = None,
+    dim: int = -1,
+    softmax: bool = True,
+    use_keys: bool = False,
+    scores_transposed: bool = False,
+    invert_mask: bool = False,
+    mask_after_softmax: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention with one deliberate deviation; the defaults give the right answer."""
+    dtype = query.dtype
+    q, k, v = query.double(), key.double(), value.double()
+    divisor = math.sqrt(q.shape[-1]) if divisor is None else divisor
+    scores = (k @ q.transpose(-2, -1) if scores_transposed else q @ k.transpose(-2, -1)) / divisor
+    if mask is not None and invert_mask:
+        mask = ~mask
+    if mask is not None and not mask_after_softmax:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=dim) if softmax else scores
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    output = weights @ (k if use_keys else v)
+    return output.to(dtype), weights.to(dtype)
+
+
+def _attention_variants(query, key, value, mask=None) -> dict[str, Callable]:
+    d_k = query.shape[-1]
+
+    def variant(**kwargs):
+        return lambda: _attention_variant(query, key, value, mask, **kwargs)
+
+    return {
+        "softmax_axis": variant(dim=-2),
+        "no_scaling": variant(divisor=1.0),
+        "scaled_by_d_k": variant(divisor=float(d_k)),
+        "scale_multiplied": variant(divisor=1 / math.sqrt(d_k)),
+        "no_softmax": variant(softmax=False),
+        "weights_times_keys": variant(use_keys=True),
+    }
+
+
+def _attention_shape_mistake(query, key, value):
+    """Names the mistake that gives a wrong output or weights shape, for the given inputs."""
+    lead = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
+    tq, tk, d_k, d_v = query.shape[-2], key.shape[-2], query.shape[-1], value.shape[-1]
+
+    def mistake(out_shape, w_shape):
+        if w_shape == (*lead, tk, tq) and tq != tk:
+            return "scores_transposed"
+        if out_shape == (*lead, tq, d_k) and d_k != d_v:
+            return "weights_times_keys"
+        if out_shape == (*lead, tq, tk) and tk != d_v:
+            return "output_is_weights"
+        return None
+
+    return mistake
+
+
+def _matmul_error(error: Exception) -> str | None:
+    """A matrix product of mismatched shapes in attention: most often the keys' transpose."""
+    text = str(error)
+    shapes = ("cannot be multiplied", "Expected size", "must match the size")
+    return "scores_transposed" if any(s in text for s in shapes) else None
+
+
+def _randn(generator: torch.Generator, *shape: int, dtype=torch.float32) -> torch.Tensor:
+    return torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
+
+
+def _success(fn: Callable, cases: Sequence[_Case]) -> None:
+    print(f"✓ {_name(fn)} matches the library on all {len(cases)} cases.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 1: scaled dot-product attention.
+
+
+def _sdpa_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(0)
+    return [
+        _Case(
+            "batch of 2, 3 queries, 5 keys, d_k=4, d_v=6",
+            (_randn(g, 2, 3, 4), _randn(g, 2, 5, 4), _randn(g, 2, 5, 6)),
+        ),
+        _Case(
+            "heads [B, H, T, Dh] = [2, 3, 7, 16]",
+            (_randn(g, 2, 3, 7, 16), _randn(g, 2, 3, 7, 16), _randn(g, 2, 3, 7, 16)),
+        ),
+        _Case(
+            "a single token [1, 1, 8]", (_randn(g, 1, 1, 8), _randn(g, 1, 1, 8), _randn(g, 1, 1, 8))
+        ),
+        _Case(
+            "unbatched [Tq, Dk] = [4, 8], equal widths",
+            (_randn(g, 4, 8), _randn(g, 4, 8), _randn(g, 4, 8)),
+        ),
+        _Case(
+            "float64 inputs",
+            tuple(_randn(g, 2, 4, 8, dtype=torch.float64) for _ in range(3)),
+        ),
+        _Case(
+            "large scores (entries around 30)",
+            (30 * _randn(g, 1, 4, 8), 30 * _randn(g, 1, 6, 8), _randn(g, 1, 6, 3)),
+            large_scores=True,
+        ),
+    ]
+
+
+def check_scaled_dot_product_attention(fn: Callable) -> None:
+    """Check a learner's ``fn(query, key, value) -> (output, weights)`` (Lab 1).
+
+    ``fn`` receives ``query`` ``[..., Tq, Dk]``, ``key`` ``[..., Tk, Dk]`` and ``value``
+    ``[..., Tk, Dv]`` and must return ``softmax(query @ key^T / sqrt(Dk)) @ value`` and the
+    weights, as :func:`attention_lab.attention.scaled_dot_product_attention` does without a mask.
+    Cases: a batch with ``Tq != Tk`` and ``Dk != Dv``, four-dimensional ``[B, H, T, Dh]``
+    inputs, a single token, unbatched inputs, ``float64`` and large scores.
+
+    Mistakes it names: ``softmax_axis``, ``no_scaling``, ``scaled_by_d_k``,
+    ``scale_multiplied``, ``no_softmax``, ``scores_transposed``, ``weights_times_keys``,
+    ``output_is_weights``, ``pair_swapped``, ``not_a_pair``, ``overflow``, ``wrong_dtype``
+    (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _sdpa_cases()
+    for case in cases:
+        result = _run(fn, case, _matmul_error)
+        _check_pair(
+            _name(fn),
+            case,
+            result,
+            scaled_dot_product_attention(*case.args),
+            _attention_variants(*case.args),
+            _attention_shape_mistake(*case.args),
+        )
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 2: multi-head attention (splitting and merging heads).
+
+
+def _mha_variant(
+    query, key, value, num_heads, *, split="right", merge="right", divisor=None, dim=-1
+) -> tuple[torch.Tensor, torch.Tensor]:
+    batch, query_len, d_model = query.shape
+    head_dim = d_model // num_heads
+
+    def split_heads(x):
+        if split == "no_transpose":
+            return x.reshape(batch, num_heads, x.shape[1], head_dim)  # [B, H, T, Dh], scrambled
+        return x.view(batch, x.shape[1], num_heads, head_dim).transpose(1, 2)  # [B, H, T, Dh]
+
+    q, k, v = split_heads(query), split_heads(key), split_heads(value)
+    output, weights = _attention_variant(q, k, v, divisor=divisor, dim=dim)
+    if merge == "no_transpose":
+        output = output.reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
+    else:
+        output = output.transpose(1, 2).reshape(batch, query_len, d_model)  # [B, Tq, D]
+    return output, weights
+
+
+def _mha_reference(query, key, value, num_heads):
+    """The library's MultiHeadAttention with identity projections: split, attend, merge."""
+    d_model = query.shape[-1]
+    with torch.random.fork_rng(devices=[]):  # the initial weights are overwritten anyway
+        module = MultiHeadAttention(d_model, num_heads, bias=False).to(query.dtype).eval()
+    with torch.no_grad():
+        for projection in (module.q_proj, module.k_proj, module.v_proj, module.out_proj):
+            projection.weight.copy_(torch.eye(d_model))
+        return module(query, key, value)
+
+
+def _mha_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(1)
+    return [
+        _Case(
+            "B=2, 3 queries, 5 keys, d_model=12, 3 heads of width 4",
+            (_randn(g, 2, 3, 12), _randn(g, 2, 5, 12), _randn(g, 2, 5, 12), 3),
+        ),
+        _Case(
+            "self-attention, T=6, d_model=16, 2 heads of width 8",
+            (*(3 * [_randn(g, 2, 6, 16)]), 2),
+        ),
+        _Case(
+            "one head, d_model=8", (_randn(g, 1, 4, 8), _randn(g, 1, 4, 8), _randn(g, 1, 4, 8), 1)
+        ),
+        _Case(
+            "heads of width 1 (num_heads = d_model = 4)",
+            (_randn(g, 2, 3, 4), _randn(g, 2, 3, 4), _randn(g, 2, 3, 4), 4),
+        ),
+        _Case(
+            "a single token, 2 heads",
+            (_randn(g, 1, 1, 6), _randn(g, 1, 1, 6), _randn(g, 1, 1, 6), 2),
+        ),
+        _Case(
+            "float64 inputs, 4 heads",
+            (*(_randn(g, 2, 5, 16, dtype=torch.float64) for _ in range(3)), 4),
+        ),
+    ]
+
+
+def check_multi_head_attention(fn: Callable) -> None:
+    """Check a learner's ``fn(query, key, value, num_heads) -> (output, weights)`` (Lab 2).
+
+    ``fn`` receives already projected ``query`` ``[B, Tq, D]``, ``key`` and ``value``
+    ``[B, Tk, D]`` and ``num_heads`` ``H``. It must split each into ``H`` heads of width
+    ``Dh = D // H`` (``[B, H, T, Dh]``), attend in every head, and merge the heads back,
+    returning ``output`` ``[B, Tq, D]`` and ``weights`` ``[B, H, Tq, Tk]``: the same as
+    :class:`attention_lab.attention.MultiHeadAttention` with identity projections. Cases:
+    cross-attention with ``Tq != Tk``, self-attention, one head, heads of width 1, a single
+    token, ``float64``.
+
+    Mistakes it names: ``merge_without_transpose``, ``split_without_transpose``,
+    ``split_and_merge_without_transpose``, ``heads_and_width_swapped``, ``heads_not_merged``,
+    ``weights_averaged``, ``scaled_by_sqrt_d_model``, ``no_scaling``, ``softmax_axis``,
+    ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _mha_cases()
+    for case in cases:
+        query, key, value, num_heads = case.args
+        batch, query_len, d_model = query.shape
+        key_len = key.shape[1]
+
+        def shape_mistake(
+            out_shape, w_shape, b=batch, tq=query_len, tk=key_len, h=num_heads, d=d_model
+        ):
+            if w_shape == (b, d // h, tq, tk) and h != d // h:
+                return "heads_and_width_swapped"
+            if w_shape == (b, tq, tk):
+                return "weights_averaged"
+            if out_shape == (b, h, tq, d // h):
+                return "heads_not_merged"
+            return None
+
+        def variant(q=query, k=key, v=value, h=num_heads, **kwargs):
+            return lambda: _mha_variant(q, k, v, h, **kwargs)
+
+        variants = {
+            "merge_without_transpose": variant(merge="no_transpose"),
+            "split_without_transpose": variant(split="no_transpose"),
+            "split_and_merge_without_transpose": variant(
+                split="no_transpose", merge="no_transpose"
+            ),
+            "scaled_by_sqrt_d_model": variant(divisor=math.sqrt(d_model)),
+            "no_scaling": variant(divisor=1.0),
+            "softmax_axis": variant(dim=-2),
+        }
+        result = _run(fn, case)
+        _check_pair(
+            _name(fn),
+            case,
+            result,
+            _mha_reference(*case.args),
+            variants,
+            shape_mistake,
+        )
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 3: sinusoidal positional encoding.
+
+
+def _encoding_variant(max_len: int, d_model: int, mistake: str) -> torch.Tensor:
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # [T, 1]
+    if mistake == "positions_from_one":
+        position = position + 1
+    pair = torch.arange((d_model + 1) // 2, dtype=torch.float64)  # [ceil(D / 2)]: i
+    exponent = (pair if mistake == "frequency_i_not_2i" else 2 * pair) / d_model
+    angle = position / 10000.0**exponent  # [T, ceil(D / 2)]
+    if mistake == "frequency_inverted":
+        angle = position * 10000.0**exponent
+    encoding = torch.empty(max_len, d_model, dtype=torch.float64)
+    sin, cos = torch.sin(angle), torch.cos(angle)
+    if mistake == "sin_cos_swapped":
+        sin, cos = cos, sin
+    if mistake == "halves_not_interleaved":
+        encoding = torch.cat([sin, cos[:, : d_model // 2]], dim=1)  # [T, D]
+    elif mistake == "frequency_column_index":
+        column = torch.arange(d_model, dtype=torch.float64)  # [D]: j
+        angle = position / 10000.0 ** (column / d_model)  # [T, D]
+        encoding[:, 0::2] = torch.sin(angle[:, 0::2])
+        encoding[:, 1::2] = torch.cos(angle[:, 1::2])
+    else:
+        encoding[:, 0::2] = sin
+        encoding[:, 1::2] = cos[:, : d_model // 2]
+    return encoding.to(torch.float32)
+
+
+def _inverted_frequency(result: torch.Tensor, max_len: int, d_model: int) -> bool:
+    """Whether ``result`` is the encoding with angles ``pos * base ** (2i / D)``.
+
+    Those angles reach millions of radians, where float32 keeps no digit of the sine, so only
+    the columns whose angles stay below 100 radians are compared.
+    """
+    expected = _encoding_variant(max_len, d_model, "frequency_inverted").double()
+    pair = torch.arange(d_model, dtype=torch.float64) // 2  # [D]: i of each column
+    largest_angle = (max_len - 1) * 10000.0 ** (2 * pair / d_model)  # [D]
+    columns = largest_angle < 100
+    if columns.all() or not columns.any():
+        return False
+    return torch.allclose(result.double()[:, columns], expected[:, columns], atol=1e-3)
+
+
+_ENCODING_MISTAKES = (
+    "sin_cos_swapped",
+    "frequency_i_not_2i",
+    "frequency_column_index",
+    "frequency_inverted",
+    "halves_not_interleaved",
+    "positions_from_one",
+)
+
+
+def check_sinusoidal_encoding(fn: Callable) -> None:
+    """Check a learner's ``fn(max_len, d_model) -> encoding`` (Lab 3).
+
+    ``fn`` must return the ``[max_len, d_model]`` ``float32`` tensor of
+    :func:`attention_lab.positional.sinusoidal_encoding` (base 10000): sines in the even
+    columns, cosines in the odd ones, column pair ``i`` at the angle
+    ``pos / 10000 ** (2i / d_model)``. Cases: 50 positions of width 16, 200 positions of width
+    64, a single position, width 2, and an odd width.
+
+    Mistakes it names: ``sin_cos_swapped``, ``frequency_i_not_2i``, ``frequency_column_index``,
+    ``frequency_inverted``, ``halves_not_interleaved``, ``positions_from_one``,
+    ``encoding_transposed``, ``odd_d_model``, ``wrong_dtype`` (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = [
+        _Case("50 positions, d_model=16", (50, 16)),
+        _Case("200 positions, d_model=64", (200, 64)),
+        _Case("a single position, d_model=8", (1, 8)),
+        _Case("10 positions, d_model=2", (10, 2)),
+        _Case("12 positions, odd d_model=7", (12, 7)),
+    ]
+    fn_name = _name(fn)
+    for case in cases:
+        max_len, d_model = case.args
+        odd = d_model % 2 == 1
+        result = _run(fn, case, lambda error, odd=odd: "odd_d_model" if odd else None)
+        expected = sinusoidal_encoding(max_len, d_model)
+        if not isinstance(result, torch.Tensor):
+            _fail(fn_name, case, f"it returned {type(result).__name__}, not a tensor", None)
+        if result.shape != expected.shape:
+            transposed = result.shape == (d_model, max_len) and d_model != max_len
+            mistake = "encoding_transposed" if transposed else ("odd_d_model" if odd else None)
+            _fail(
+                fn_name,
+                case,
+                f"the result has shape {list(result.shape)}, expected {list(expected.shape)}",
+                mistake,
+            )
+        if result.dtype != torch.float32:
+            _fail(fn_name, case, f"the result is {result.dtype}, expected float32", "wrong_dtype")
+        tol = (1e-4, 1e-4)
+        if _close(result, expected, *tol):
+            continue
+        mistake = next(
+            (
+                key
+                for key in _ENCODING_MISTAKES
+                if _close(result, _encoding_variant(max_len, d_model, key), *tol)
+            ),
+            None,
+        )
+        if mistake is None and _inverted_frequency(result, max_len, d_model):
+            mistake = "frequency_inverted"
+        if mistake is None and odd:
+            mistake = "odd_d_model"
+        _fail(fn_name, case, f"the values differ: {_difference(result, expected)}", mistake)
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 4: masks applied to attention.
+
+
+def _masked_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(2)
+    # Every row allows some keys and blocks others, so the inverted mask is defined too.
+    random_mask = torch.tensor(
+        [
+            [True, False, True, False, True],
+            [False, True, True, False, False],
+            [True, True, False, True, False],
+            [False, False, False, True, True],
+        ]
+    )[None, None]  # [1, 1, Tq, Tk]
+    token_ids = torch.tensor([[5, 3, 8, 2, 9, 4], [7, 1, 6, 0, 0, 0]])  # [B, T], 0 = padding
+    all_padding = torch.tensor([[4, 2, 0, 0], [0, 0, 0, 0]])  # the second sequence is empty
+
+    def case(name, shapes, mask, dtype=torch.float32):
+        args = tuple(_randn(g, *shape, dtype=dtype) for shape in shapes) + (mask,)
+        tq, tk = args[0].shape[-2], args[1].shape[-2]
+        full = ~mask.expand(*mask.shape[:-2], tq, tk).any(dim=-1, keepdim=True)  # [..., Tq, 1]
+        return _Case(name, args, fully_masked_rows=full if full.any() else None)
+
+    return [
+        case(
+            "a mask [1, 1, 4, 5] over 4 queries and 5 keys, 2 heads",
+            [(2, 2, 4, 8), (2, 2, 5, 8), (2, 2, 5, 6)],
+            random_mask,
+        ),
+        case("a causal mask [6, 6], 2 heads", [(2, 2, 6, 8)] * 3, causal_mask(6)),
+        case(
+            "a padding mask [2, 1, 1, 6]: the second sequence has 3 padding tokens",
+            [(2, 3, 6, 4)] * 3,
+            padding_mask(token_ids),
+        ),
+        case(
+            "causal and padding masks combined, [2, 1, 6, 6]",
+            [(2, 2, 6, 4)] * 3,
+            combine_masks(causal_mask(6), padding_mask(token_ids)),
+        ),
+        case(
+            "fully masked rows: the second sequence is all padding",
+            [(2, 2, 4, 8)] * 3,
+            padding_mask(all_padding),
+        ),
+        case(
+            "a single token that may attend to itself",
+            [(1, 1, 1, 4)] * 3,
+            torch.ones(1, 1, dtype=torch.bool),
+        ),
+        case("float16 inputs, a causal mask", [(1, 2, 5, 8)] * 3, causal_mask(5), torch.float16),
+    ]
+
+
+def check_masked_attention(fn: Callable) -> None:
+    """Check a learner's ``fn(query, key, value, mask) -> (output, weights)`` (Lab 4).
+
+    ``fn`` must compute scaled dot-product attention where ``mask`` (``torch.bool``,
+    broadcastable to ``[..., Tq, Tk]``, ``True`` = may attend) blocks keys, exactly as
+    :func:`attention_lab.attention.scaled_dot_product_attention`: blocked keys get a weight of
+    exactly 0, and a query whose keys are all blocked gets weights and output 0, never NaN.
+    Cases: an irregular mask, a causal mask, a padding mask, both combined, fully masked rows,
+    a single token, and ``float16``.
+
+    Mistakes it names: ``mask_polarity``, ``mask_ignored``, ``mask_after_softmax``,
+    ``nan_fully_masked``, ``uniform_fully_masked``, ``fill_overflow``, ``softmax_axis``,
+    ``no_scaling``, ``scaled_by_d_k``, ``scale_multiplied``, ``no_softmax``,
+    ``scores_transposed``, ``weights_times_keys``, ``output_is_weights``, ``pair_swapped``,
+    ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _masked_cases()
+
+    def error_hint(error: Exception) -> str | None:
+        return "fill_overflow" if "overflow" in str(error) else _matmul_error(error)
+
+    for case in cases:
+        query, key, value, mask = case.args
+        variants = _attention_variants(query, key, value, mask)
+
+        def variant(q=query, k=key, v=value, m=mask, **kwargs):
+            return lambda: _attention_variant(q, k, v, m, **kwargs)
+
+        variants = {
+            "mask_polarity": variant(invert_mask=True),
+            "mask_ignored": lambda q=query, k=key, v=value: _attention_variant(q, k, v),
+            "mask_after_softmax": variant(mask_after_softmax=True),
+            **variants,
+        }
+        result = _run(fn, case, error_hint)
+        _check_pair(
+            _name(fn),
+            case,
+            result,
+            scaled_dot_product_attention(query, key, value, mask),
+            variants,
+            _attention_shape_mistake(query, key, value),
+        )
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 5: an encoder layer.
+
+
+def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -> tuple:
+    """The layer computed with one deliberate deviation (evaluation mode: no dropout)."""
+    attend, ff, norm1, norm2 = layer.self_attn, layer.feed_forward, layer.norm1, layer.norm2
+    pre = layer.norm_first
+    if mistake == "norms_swapped":
+        norm1, norm2 = norm2, norm1
+    if mistake in ("pre_norm_instead_of_post_norm", "post_norm_instead_of_pre_norm"):
+        pre = not pre
+    if mistake == "encoder_mask_ignored":
+        mask = None
+    attention_residual = mistake != "no_attention_residual"
+    feed_forward_residual = mistake != "no_feed_forward_residual"
+    if pre:
+        attended, weights = attend(norm1(x), mask=mask)
+        x = x + attended if attention_residual else attended
+        x = x + ff(norm2(x)) if feed_forward_residual else ff(norm2(x))
+    elif mistake == "norm_outside_residual":
+        attended, weights = attend(x, mask=mask)
+        x = x + norm1(attended)
+        x = x + norm2(ff(x))
+    else:
+        attended, weights = attend(x, mask=mask)
+        x = norm1(x + attended if attention_residual else attended)
+        x = norm2(x + ff(x) if feed_forward_residual else ff(x))
+    return x, weights
+
+
+_ENCODER_MISTAKES = (
+    "pre_norm_instead_of_post_norm",
+    "post_norm_instead_of_pre_norm",
+    "no_attention_residual",
+    "no_feed_forward_residual",
+    "norm_outside_residual",
+    "norms_swapped",
+    "encoder_mask_ignored",
+)
+
+
+_ARRANGEMENT_MISTAKES = {
+    "pre_norm_instead_of_post_norm",
+    "post_norm_instead_of_pre_norm",
+    "norm_outside_residual",
+}
+
+
+def _refuse_forward(*args, **kwargs):
+    raise RuntimeError(
+        "the check hands you a layer whose own forward is switched off: build the layer from "
+        "its parts (layer.self_attn, layer.feed_forward, layer.norm1, layer.norm2, "
+        "layer.dropout1, layer.dropout2) instead of calling layer(x)"
+    )
+
+
+def _encoder_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(3)
+    token_ids = torch.tensor([[4, 9, 2, 7, 5], [3, 8, 6, 0, 0]])  # [B, T], 0 = padding
+
+    def layer(norm_first: bool, activation: str = "relu", seed: int = 0) -> EncoderLayer:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            module = EncoderLayer(
+                16, 4, 32, dropout=0.1, activation=activation, norm_first=norm_first
+            ).eval()
+            with torch.no_grad():
+                # Distinct, non-trivial norms, so that swapping or skipping one shows.
+                for norm in (module.norm1, module.norm2):
+                    norm.weight.copy_(1 + 0.5 * torch.randn(16))
+                    norm.bias.copy_(0.5 * torch.randn(16))
+        return module
+
+    return [
+        _Case(
+            "post-norm layer, x [2, 5, 16], no mask", (_randn(g, 2, 5, 16), layer(False, seed=1))
+        ),
+        _Case(
+            "post-norm layer with a padding mask [2, 1, 1, 5]",
+            (_randn(g, 2, 5, 16), layer(False, seed=2)),
+            {"mask": padding_mask(token_ids)},
+        ),
+        _Case(
+            "pre-norm layer (norm_first=True) with a padding mask",
+            (_randn(g, 2, 5, 16), layer(True, seed=3)),
+            {"mask": padding_mask(token_ids)},
+        ),
+        _Case("a single token, post-norm", (_randn(g, 1, 1, 16), layer(False, seed=4))),
+        _Case(
+            "GELU activation, pre-norm, x [3, 4, 16]",
+            (_randn(g, 3, 4, 16), layer(True, "gelu", seed=5)),
+        ),
+    ]
+
+
+def check_encoder_layer(fn: Callable) -> None:
+    """Check a learner's ``fn(x, layer, mask=None) -> (x, weights)`` (Lab 5).
+
+    ``fn`` receives ``x`` ``[B, T, D]``, an :class:`attention_lab.layers.EncoderLayer` in
+    evaluation mode (so dropout does nothing), and optionally a ``torch.bool`` mask. It must
+    compute the layer from its parts (``layer.self_attn``, ``layer.feed_forward``,
+    ``layer.norm1``, ``layer.norm2``, ``layer.dropout1``, ``layer.dropout2``), in the post-norm
+    or pre-norm arrangement that ``layer.norm_first`` selects, and return the new ``x``
+    ``[B, T, D]`` and the attention weights ``[B, H, T, T]``. The layer's own ``forward`` is
+    switched off during the check. Cases: post-norm, with a padding mask, pre-norm, a single
+    token, and a GELU layer.
+
+    Mistakes it names: ``pre_norm_instead_of_post_norm``, ``post_norm_instead_of_pre_norm``,
+    ``no_attention_residual``, ``no_feed_forward_residual``, ``norm_outside_residual``,
+    ``norms_swapped``, ``encoder_mask_ignored``, ``pair_swapped``, ``not_a_pair``,
+    ``wrong_dtype`` (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _encoder_cases()
+    for case in cases:
+        x, layer = case.args
+        mask = case.kwargs.get("mask")
+        with torch.no_grad():
+            expected = EncoderLayer.forward(layer, x, mask)
+        # Mistakes that differ from the right answer for this layer's arrangement.
+        wrong_arrangement = (
+            {"post_norm_instead_of_pre_norm"}
+            if layer.norm_first
+            else {"pre_norm_instead_of_post_norm", "norm_outside_residual"}
+        )
+        variants = {
+            key: lambda key=key, layer=layer, x=x, mask=mask: _encoder_variant(layer, x, mask, key)
+            for key in _ENCODER_MISTAKES
+            if key in wrong_arrangement or key not in _ARRANGEMENT_MISTAKES
+        }
+        layer.forward = _refuse_forward
+        try:
+            result = _run(fn, case)
+        finally:
+            del layer.forward
+        with torch.no_grad():
+            _check_pair(_name(fn), case, result, expected, variants)
+    _success(fn, cases)

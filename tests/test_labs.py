@@ -1,0 +1,164 @@
+"""The labs and their workbooks: the sources hold a stub and a solution; `make notebooks` gives
+learners the stub without the solution; a learner running a workbook top to bottom is stopped by
+the check with a helpful message.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+
+import jupytext
+import nbformat
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tools"))
+import workbooks  # noqa: E402 - tools/ is not a package
+
+LABS = sorted((ROOT / "notebooks_src" / "labs").glob("*.md"))
+NAMES = [lab.stem for lab in LABS]
+STUB = "raise NotImplementedError"
+
+
+def defined_functions(source: str) -> set[str]:
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith("%")]
+    tree = ast.parse("\n".join(lines))
+    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+
+
+def solution_cells(nb) -> list[str]:
+    """Code of the cells between a page's {solution-start} and {solution-end} markers."""
+    inside, code = False, []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            inside = ("{solution-start}" in cell.source) or (
+                inside and "{solution-end}" not in cell.source
+            )
+        elif inside:
+            code.append(cell.source)
+    return code
+
+
+def stub_cell(nb) -> str:
+    stubs = [c.source for c in nb.cells if c.cell_type == "code" and STUB in c.source]
+    assert len(stubs) == 1, "a lab has exactly one stub"
+    return stubs[0]
+
+
+@pytest.fixture(scope="module")
+def made_notebooks(tmp_path_factory):
+    """Run `make notebooks` (without re-creating the venv) into a temporary folder."""
+    out = tmp_path_factory.mktemp("notebooks")
+    result = subprocess.run(
+        ["make", "-o", ".venv/.installed", "notebooks"],
+        cwd=ROOT,
+        env={**os.environ, "NOTEBOOKS_DIR": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+def test_there_are_five_labs():
+    assert NAMES == [
+        "01_scaled_dot_product_attention",
+        "02_multi_head_attention",
+        "03_positional_encoding",
+        "04_masks",
+        "05_encoder_layer",
+    ]
+
+
+@pytest.mark.parametrize("lab", LABS, ids=NAMES)
+def test_the_source_has_a_stub_a_check_and_a_solution_of_the_same_function(lab):
+    nb = jupytext.read(lab)
+    stub = stub_cell(nb)
+    (name,) = defined_functions(stub)
+    assert name.startswith("my_"), "the learner's function is called my_<something>"
+    solution = "\n".join(solution_cells(nb))
+    assert name in defined_functions(solution) and STUB not in solution
+    checks = [c for c in nb.cells if c.cell_type == "code" and f"({name})" in c.source]
+    assert len(checks) == 2, "one check on the stub (raises) and one after the solution"
+    assert "raises-exception" in checks[0].metadata.get("tags", [])
+    assert "raises-exception" not in checks[1].metadata.get("tags", [])
+    text = lab.read_text()
+    assert text.count("```{dropdown} Hint") >= 3
+    assert ":class: dropdown" in text.split("{solution-start}", 1)[1].split("\n", 2)[1]
+
+
+@pytest.mark.parametrize("lab", LABS, ids=NAMES)
+def test_make_notebooks_writes_the_stub_without_the_solution(lab, made_notebooks):
+    path = made_notebooks / "labs" / f"{lab.stem}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    source = jupytext.read(lab)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    assert stub_cell(source) in code
+    name = defined_functions(stub_cell(source)).pop()
+    assert any(f"({name})" in c for c in code), "the check cell is there"
+    # No solution code: not its cells, not a line of its function bodies (hints may quote
+    # fragments in prose), no markers.
+    all_code = "\n".join(code)
+    everything = "\n".join(c.source for c in nb.cells)
+    for solution in solution_cells(source):
+        assert solution not in code
+        for line in solution.splitlines():
+            if line.strip() and not line.lstrip().startswith(("def ", '"""', "#", "return")):
+                assert line.strip() not in all_code, f"solution line in workbook: {line}"
+    assert "solution-start" not in everything and "solution-end" not in everything
+    # The book's own cells (settings, assertions) stay out; MyST markup becomes plain markdown.
+    assert not any(c.metadata.get("tags") == ["remove-cell"] for c in nb.cells)
+    assert "{dropdown}" not in everything and "<details>" in everything
+    assert "{doc}" not in everything and "{exercise}" not in everything
+    assert "The solution is not in this workbook" in nb.cells[-1].source
+
+
+def test_make_notebooks_converts_chapters_as_they_are(made_notebooks):
+    chapters = sorted((ROOT / "notebooks_src" / "chapters").glob("*.md"))
+    assert chapters
+    for chapter in chapters:
+        nb = nbformat.read(made_notebooks / "chapters" / f"{chapter.stem}.ipynb", as_version=4)
+        source = jupytext.read(chapter)
+        assert [c.source for c in nb.cells] == [c.source for c in source.cells], chapter.name
+
+
+@pytest.mark.parametrize("lab", LABS, ids=NAMES)
+def test_a_learner_running_the_workbook_is_stopped_by_the_check_with_advice(lab, capsys):
+    """Run the workbook's cells in order, as "Run All" does: the first error is the check's."""
+    nb = workbooks.workbook(lab)
+    namespace: dict = {}
+    error = None
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            exec(compile(cell.source, lab.name, "exec"), namespace)  # noqa: S102 - our pages
+        except Exception as exc:  # noqa: BLE001 - the point is which exception comes first
+            error = exc
+            break
+    assert isinstance(error, AssertionError), error
+    message = " ".join(str(error).split())
+    assert "still the stub" in message and "raise NotImplementedError" in message
+
+
+def test_a_lab_without_a_solution_is_refused(tmp_path):
+    labs = tmp_path / "labs"
+    labs.mkdir()
+    lab = LABS[0].read_text()
+    (labs / "01_no_solution.md").write_text(lab.split("## Solution", 1)[0])
+    assert workbooks.main([str(tmp_path), str(tmp_path / "out")]) == 1
+    assert not (tmp_path / "out" / "labs" / "01_no_solution.ipynb").exists()
+
+
+def test_a_lab_without_a_stub_is_refused(tmp_path):
+    labs = tmp_path / "labs"
+    labs.mkdir()
+    (labs / "01_no_stub.md").write_text(LABS[0].read_text().replace(STUB, "return None  #"))
+    with pytest.raises(workbooks.WorkbookError, match="a lab needs a stub"):
+        workbooks.workbook(labs / "01_no_stub.md")
