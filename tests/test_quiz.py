@@ -1,0 +1,138 @@
+"""attention_lab.quiz: validating quiz files and emitting the HTML and script of a static quiz."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from attention_lab.quiz import load_quiz, quiz_html_and_script, show_quiz, validate_quiz
+
+GOOD = [
+    {
+        "question": "Pick one.",
+        "type": "multiple_choice",
+        "answers": [
+            {"answer": "right", "correct": True, "feedback": "Yes."},
+            {"answer": "wrong", "correct": False, "feedback": "No."},
+        ],
+    },
+    {
+        "question": "How many?",
+        "type": "numeric",
+        "precision": 3,
+        "answers": [
+            {"type": "value", "value": 21, "correct": True, "feedback": "Yes."},
+            {"type": "range", "range": [14.5, 15.5], "correct": False, "feedback": "No."},
+            {"type": "default", "feedback": "Try again."},
+        ],
+    },
+]
+
+
+def broken(edit):
+    quiz = copy.deepcopy(GOOD)
+    edit(quiz)
+    return quiz
+
+
+def test_a_good_quiz_passes():
+    assert validate_quiz(copy.deepcopy(GOOD)) is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda q: q.clear(), "at least one question"),
+        (lambda q: q[0].pop("question"), "question 0: needs a non-empty string 'question'"),
+        (lambda q: q[0].update(type="many_choice"), "question 0: 'type' must be one of"),
+        (lambda q: q[0]["answers"][1].update(correct=True), "exactly 1 correct answer, has 2"),
+        (lambda q: q[0]["answers"][0].update(correct=False), "exactly 1 correct answer, has 0"),
+        (lambda q: q[0]["answers"][1].update(correct="no"), "answer 1: needs 'correct'"),
+        (lambda q: q[0]["answers"][1].pop("feedback"), "answer 1: needs a non-empty string"),
+        (lambda q: q[0]["answers"].pop(), "at least 2 'answers'"),
+        (lambda q: q[0]["answers"][1].update(answer="right"), "same text"),
+        (lambda q: q[1].update(precision=0), "'precision' must be a positive int"),
+        (lambda q: q[1]["answers"][0].update(value="21"), "needs a number 'value'"),
+        (lambda q: q[1]["answers"][0].update(value=True), "needs a number 'value'"),
+        (lambda q: q[1]["answers"][1].update(range=[2, 1]), "low < high"),
+        (lambda q: q[1]["answers"][1].update(type="interval"), "'type' must be 'value'"),
+        (lambda q: q[1]["answers"][0].update(correct=False), "at least one correct answer"),
+        (lambda q: q[1]["answers"].pop(), "ends with a 'default' answer"),
+    ],
+)
+def test_malformed_quizzes_are_rejected_with_the_question_named(edit, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        validate_quiz(broken(edit))
+
+
+def test_wrong_types_raise_type_error():
+    with pytest.raises(TypeError, match="questions must be a list"):
+        validate_quiz({"question": "x"})
+    with pytest.raises(TypeError, match="path must be a str or os.PathLike"):
+        load_quiz(42)
+    with pytest.raises(TypeError, match="name must be a str"):
+        quiz_html_and_script(GOOD, name=3)
+    with pytest.raises(ValueError, match="name must be a non-empty string"):
+        quiz_html_and_script(GOOD, name="")
+
+
+def test_load_quiz_reads_validates_and_names_the_file(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(GOOD))
+    assert load_quiz(good) == GOOD
+    assert load_quiz(str(good)) == GOOD
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(broken(lambda q: q[1]["answers"].pop())))
+    with pytest.raises(ValueError, match=r"bad\.json: question 1"):
+        load_quiz(bad)
+    not_json = tmp_path / "not.json"
+    not_json.write_text("[{")
+    with pytest.raises(ValueError, match="is not valid JSON"):
+        load_quiz(not_json)
+    with pytest.raises(FileNotFoundError):
+        load_quiz(tmp_path / "missing.json")
+
+
+def test_html_is_a_closed_container_with_a_stable_id():
+    html, _ = quiz_html_and_script(GOOD, "02_scaled-dot")
+    assert html.startswith('<div id="quiz_02_scaled_dot" ')
+    assert html.count("<div") == html.count("</div>") == 1
+    assert "<style>" in html and html.rstrip().endswith("</style>")
+    # The same quiz gives the same bytes: builds are reproducible.
+    assert quiz_html_and_script(GOOD, "02_scaled-dot") == quiz_html_and_script(
+        copy.deepcopy(GOOD), "02_scaled-dot"
+    )
+
+
+def test_html_loads_nothing_from_the_network():
+    html, _ = quiz_html_and_script(GOOD, "q")
+    assert not re.search(r"url\(|@import|https?:", html)
+
+
+def test_script_holds_the_questions_and_waits_for_the_page_and_mathjax():
+    _, script = quiz_html_and_script(GOOD, "q")
+    assert "var questionsquiz_q=" in script
+    assert json.dumps(GOOD[1]["answers"][0]) in script.replace("\n", "")
+    # It starts jupyterquiz after "load" and after MathJax's startup promise, not while the
+    # page is still being parsed (the race described in the module's docstring).
+    assert 'window.addEventListener("load", whenTypesetterReady)' in script
+    assert "mj.startup.promise.then(start)" in script
+    assert script.index("function start()") < script.index("show_questions(questionsquiz_q")
+    assert script.startswith("(function () {") and script.endswith("})();\n")
+
+
+def test_show_quiz_displays_html_then_javascript(tmp_path):
+    path = tmp_path / "05_masks.json"
+    path.write_text(json.dumps(GOOD))
+    InteractiveShell.instance()
+    with capture_output() as captured:
+        show_quiz(path)
+    data = [output.data for output in captured.outputs]
+    assert len(data) == 2
+    assert data[0]["text/html"].startswith('<div id="quiz_05_masks"')
+    assert "show_questions(questionsquiz_05_masks" in data[1]["application/javascript"]
