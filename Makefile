@@ -21,13 +21,15 @@ export PYTHONHASHSEED := 0
 # unchanged pages are re-read) whenever that hash differs from the last successful build's.
 LIB_HASH = $$(find lib -name '*.py' -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 
-.PHONY: help venv book test lint notebooks serve clean print-lib-hash
+.PHONY: help venv book test lint notebooks serve clean print-lib-hash bench bench-book
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
 	@echo "make test       lint, library tests, zero-warning book build, built-HTML and browser tests"
 	@echo "make notebooks  write every page as a Jupyter notebook into notebooks/"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
+	@echo "make bench      time the library against PyTorch/transformers (benchmarks/results/)"
+	@echo "make bench-book time cold, no-change and one-page-changed builds of the book"
 	@echo "make clean      remove _build/ and notebooks/ (keeps .venv)"
 
 venv: $(STAMP)
@@ -49,19 +51,25 @@ print-lib-hash:
 	@echo $(LIB_HASH)
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests book/_ext
-	$(BIN)/ruff format --check lib tests book/_ext
+	$(BIN)/ruff check lib tests book/_ext benchmarks tools
+	$(BIN)/ruff format --check lib tests book/_ext benchmarks tools
 
 # The book is built first (zero warnings, or it fails), then one pytest run covers the library,
 # the built HTML and the browser checks of it.
 test: lint book
 	$(BIN)/python -m pytest
 
+# Chapters are converted as they are; labs become workbooks that stop before their solution, so
+# a learner starts from the stub (see tools/workbooks.py). NOTEBOOKS_DIR=dir writes elsewhere.
 notebooks: $(STAMP)
-	@mkdir -p notebooks
-	@find notebooks_src -name '*.md' | LC_ALL=C sort | while read -r src; do \
-	  out="notebooks/$${src#notebooks_src/}"; out="$${out%.md}.ipynb"; mkdir -p "$$(dirname "$$out")"; \
-	  $(BIN)/jupytext --quiet --to ipynb --output "$$out" "$$src" && echo "wrote $$out"; done
+	@$(BIN)/python tools/workbooks.py notebooks_src "$${NOTEBOOKS_DIR:-notebooks}"
+
+# Measured comparisons: median times over interleaved runs, as ratios to the reference.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/library.py
+
+bench-book: $(STAMP)
+	$(BIN)/python benchmarks/book.py
 
 serve:
 	@test -d $(BUILD)/html || { echo "no _build/html yet: run 'make book' first"; exit 1; }

