@@ -128,6 +128,14 @@ def test_make_notebooks_converts_chapters_as_they_are(made_notebooks):
         assert [c.source for c in nb.cells] == [c.source for c in source.cells], chapter.name
 
 
+def test_make_notebooks_copies_the_quiz_files_the_chapters_read(made_notebooks):
+    quizzes = sorted((ROOT / "notebooks_src" / "quizzes").glob("*.json"))
+    assert quizzes
+    for quiz in quizzes:
+        copied = made_notebooks / "quizzes" / quiz.name
+        assert copied.read_bytes() == quiz.read_bytes(), quiz.name
+
+
 @pytest.mark.parametrize("lab", LABS, ids=NAMES)
 def test_a_learner_running_the_workbook_is_stopped_by_the_check_with_advice(lab, capsys):
     """Run the workbook's cells in order, as "Run All" does: the first error is the check's."""

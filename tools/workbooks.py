@@ -13,7 +13,8 @@ demonstrations after it) is left out and replaced by a short note; cells tagged
 ``remove-cell`` or ``remove-input`` (the book's own settings and assertions) are left out too.
 The MyST markup that plain Jupyter does not render becomes markdown it does: hint dropdowns
 become ``<details>`` blocks, exercise and admonition boxes become a bold title, and
-``{doc}`` links point at the neighbouring notebooks.
+``{doc}`` links point at the neighbouring notebooks. Data files the pages read (the quizzes'
+``*.json``) are copied alongside.
 
 A lab without a stub (a cell raising ``NotImplementedError``) or without a solution marker is
 an error: the script exits with a message and a non-zero status.
@@ -22,6 +23,7 @@ an error: the script exits with a message and a non-zero status.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -131,6 +133,12 @@ def main(argv: list[str]) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         jupytext.write(nb, out, fmt="ipynb")
         print(f"wrote {out}")
+    # The chapters' quiz cells read their questions from ../quizzes/*.json.
+    for data in sorted(source_dir.rglob("*.json")):
+        out = output_dir / data.relative_to(source_dir)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(data, out)
+        print(f"copied {out}")
     return 0
 
 

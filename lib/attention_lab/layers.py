@@ -230,22 +230,27 @@ class EncoderLayer(nn.Module):
             TypeError: If ``module`` is not an ``nn.TransformerEncoderLayer``.
             ValueError: If ``module`` uses a feature this class cannot represent.
         """
-        if not isinstance(module, nn.TransformerEncoderLayer):
-            raise TypeError(
-                f"module must be an nn.TransformerEncoderLayer, got {type(module).__name__}"
-            )
-        layer = cls(
-            module.linear1.in_features,
-            module.self_attn.num_heads,
-            module.linear1.out_features,
-            dropout=module.dropout.p,
-            activation=_torch_activation_name(module),
-            norm_first=module.norm_first,
-            layer_norm_eps=module.norm1.eps,
-        )
-        _copy_sublayers(layer, module)
-        layer.self_attn = MultiHeadAttention.from_torch(module.self_attn)
+        layer = _copy_of_torch_layer(cls, module, nn.TransformerEncoderLayer)
         return layer.train(module.training)
+
+
+def _copy_of_torch_layer(cls: type, module: nn.Module, expected: type) -> nn.Module:
+    """A ``cls`` configured like PyTorch's ``module`` with its self-attention, feed-forward and
+    LayerNorm weights copied (what encoder and decoder layers share)."""
+    if not isinstance(module, expected):
+        raise TypeError(f"module must be an nn.{expected.__name__}, got {type(module).__name__}")
+    layer = cls(
+        module.linear1.in_features,
+        module.self_attn.num_heads,
+        module.linear1.out_features,
+        dropout=module.dropout.p,
+        activation=_torch_activation_name(module),
+        norm_first=module.norm_first,
+        layer_norm_eps=module.norm1.eps,
+    )
+    _copy_sublayers(layer, module)
+    layer.self_attn = MultiHeadAttention.from_torch(module.self_attn)
+    return layer
 
 
 def _copy_sublayers(layer: nn.Module, module: nn.Module) -> None:
@@ -382,21 +387,7 @@ class DecoderLayer(nn.Module):
             TypeError: If ``module`` is not an ``nn.TransformerDecoderLayer``.
             ValueError: If ``module`` uses a feature this class cannot represent.
         """
-        if not isinstance(module, nn.TransformerDecoderLayer):
-            raise TypeError(
-                f"module must be an nn.TransformerDecoderLayer, got {type(module).__name__}"
-            )
-        layer = cls(
-            module.linear1.in_features,
-            module.self_attn.num_heads,
-            module.linear1.out_features,
-            dropout=module.dropout.p,
-            activation=_torch_activation_name(module),
-            norm_first=module.norm_first,
-            layer_norm_eps=module.norm1.eps,
-        )
-        _copy_sublayers(layer, module)
-        layer.self_attn = MultiHeadAttention.from_torch(module.self_attn)
+        layer = _copy_of_torch_layer(cls, module, nn.TransformerDecoderLayer)
         layer.cross_attn = MultiHeadAttention.from_torch(module.multihead_attn)
         return layer.train(module.training)
 
