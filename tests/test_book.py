@@ -123,7 +123,7 @@ def test_plotly_js_only_on_pages_with_plotly_figures(html_dir):
     for page in pages(html_dir):
         text = page.read_text(encoding="utf-8")
         loads_plotly = any("plotly" in s for s in parse(page).scripts)
-        assert loads_plotly == ("plotly-graph-div" in text), page.name
+        assert loads_plotly == ('class="plotly-graph-div"' in text), page.name
 
 
 def test_every_figure_has_alt_text(html_dir):

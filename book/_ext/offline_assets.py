@@ -78,7 +78,9 @@ def _copy_assets(app: Sphinx, exception: Exception | None) -> None:
 
 def _plotly_where_needed(app: Sphinx, pagename, templatename, context, doctree) -> None:
     # The builder restores its script list after each page, so this adds to this page only.
-    if "plotly-graph-div" in context.get("body", ""):
+    # The attribute as plotly writes it: a page that only mentions the class (escaped, as in
+    # the API reference) needs no plotly.js.
+    if 'class="plotly-graph-div"' in context.get("body", ""):
         app.builder.add_js_file(PLOTLY_JS, priority=400)
 
 
