@@ -8,6 +8,7 @@ are untouched), this times three builds with the same command ``make book`` runs
 3. one page changed: a code cell appended to one page (``--page``), which alone re-executes;
 
 and then prints each page's execution time as recorded by jupyter-cache in the copy's cache.
+Results are written to ``benchmarks/results/book.csv`` and ``book.md``.
 
 Usage: ``python benchmarks/book.py [--page notebooks_src/chapters/02_....md] [--keep]``.
 """
@@ -101,7 +102,12 @@ def main() -> None:
             writer.writerow(["what", "seconds", "build succeeded"])
             writer.writerows((label, f"{s:.1f}", ok) for label, s, ok in timings)
             writer.writerows((f"execute {page}", f"{s:.1f}", "") for page, s in pages.items())
-        print(f"\nwrote {RESULTS / 'book.csv'}")
+        lines = ["# Book build times", "", "| what | seconds | build succeeded |", "|---|---|---|"]
+        lines += [f"| {label} | {s:.1f} | {ok} |" for label, s, ok in timings]
+        lines += ["", "| page (its newest execution) | seconds |", "|---|---|"]
+        lines += [f"| {page} | {s:.1f} |" for page, s in pages.items()]
+        (RESULTS / "book.md").write_text("\n".join(lines) + "\n")
+        print(f"\nwrote {RESULTS / 'book.csv'} and {RESULTS / 'book.md'}")
     finally:
         if args.keep:
             print(f"kept {copy}")

@@ -188,6 +188,22 @@ def encoder_layer_cases(repeats: int) -> list[Case]:
     def candidate():
         return ours(x)
 
+    def same_work():
+        # nn.TransformerEncoderLayer's post-norm forward, written out with its own submodules so
+        # that its attention returns the per-head weights as ours does: the same work.
+        attended, weights = reference.self_attn(
+            x, x, x, need_weights=True, average_attn_weights=False
+        )
+        h = reference.norm1(x + reference.dropout1(attended))  # [B, T, D]
+        hidden = reference.activation(reference.linear1(h))  # [B, T, d_ff]
+        out = reference.norm2(h + reference.dropout2(reference.linear2(reference.dropout(hidden))))
+        return out, weights
+
+    with torch.no_grad():
+        expected, expected_weights = same_work()
+        torch.testing.assert_close(expected, reference(x))
+        torch.testing.assert_close(ours(x)[1], expected_weights)
+
     def fast_path():
         return reference(x)
 
@@ -200,6 +216,17 @@ def encoder_layer_cases(repeats: int) -> list[Case]:
 
     group = f"EncoderLayer (B={batch} T={seq_len} D={d_model} H={heads} d_ff={d_ff})"
     return [
+        Case(
+            Row(
+                group,
+                "library EncoderLayer (returns weights)",
+                "its submodules, self_attn(need_weights=True, average_attn_weights=False)",
+                compare(candidate, same_work, repeats=repeats),
+                True,
+            ),
+            candidate,
+            same_work,
+        ),
         Case(
             Row(
                 group,
@@ -235,11 +262,15 @@ def minilm_cases(repeats: int) -> list[Case]:
 
     from attention_lab.pretrained import encoder_from_minilm, load_minilm, model_path
 
-    tokenizer, eager = load_minilm()
+    tokenizer, _ = load_minilm()
     logging.disable_progress_bar()
-    sdpa = AutoModel.from_pretrained(
-        model_path(), local_files_only=True, attn_implementation="sdpa"
-    ).eval()
+    # Without the pooler (one more Linear on [CLS]), which our encoder does not compute either.
+    eager, sdpa = (
+        AutoModel.from_pretrained(
+            model_path(), local_files_only=True, attn_implementation=kind, add_pooling_layer=False
+        ).eval()
+        for kind in ("eager", "sdpa")
+    )
     ours = encoder_from_minilm()
     words = "the cat sat on the mat while the dog slept by the warm fire".split()
     sentences = [" ".join(words[i % 5 :] + words[: i % 7] * 3) for i in range(8)]
