@@ -1,5 +1,7 @@
 """Tests for attention_lab.efficient: tiled attention against PyTorch's and the library's own."""
 
+import itertools
+
 import hypothesis.extra.numpy as hnp
 import numpy as np
 import pytest
@@ -435,3 +437,19 @@ def test_peak_memory_sees_the_score_matrix_of_full_attention():
 def test_peak_memory_rejects_a_non_callable():
     with pytest.raises(TypeError, match="function must be callable"):
         peak_memory(42)
+
+
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_peak_live_memory_of_tiled_attention_is_linear_in_sequence_length(use_mask):
+    # The largest single allocation (above) could stay small while blocks pile up; the peak of
+    # live memory cannot: if tiled_attention kept its blocks alive it would grow like T².
+    peaks_tiled, peaks_full = [], []
+    for seq_len in (256, 512, 1024, 2048):
+        query, key, value = random_inputs([[1, 2, seq_len, 16]] * 3)
+        mask = causal_mask(seq_len) if use_mask else None
+        peaks_tiled.append(peak_memory(tiled_attention, query, key, value, mask, block_size=64))
+        peaks_full.append(peak_memory(scaled_dot_product_attention, query, key, value, mask))
+    for smaller, larger in itertools.pairwise(peaks_tiled):
+        assert 1.9 <= larger / smaller <= 2.1, peaks_tiled
+    for smaller, larger in itertools.pairwise(peaks_full):
+        assert larger / smaller >= 3.8, peaks_full

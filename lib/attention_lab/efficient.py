@@ -97,7 +97,9 @@ def tiled_attention(
     scale = math.sqrt(query.shape[-1])
     # Half-precision exponentials and sums lose too much: accumulate in at least float32.
     work_dtype = torch.promote_types(query.dtype, torch.float32)
-    q = query.to(work_dtype)  # [..., Tq, Dk]
+    # Scaling the queries once costs Tq * Dk operations; scaling every block of scores would
+    # cost Tq * Tk, one more pass over the quantity this function is built to keep small.
+    q = query.to(work_dtype) / scale  # [..., Tq, Dk]
     if mask is not None:
         # Give the mask its full key axis (a view: no copy) so it can be sliced per block; its
         # other axes stay as they are and broadcast against each block's scores.
@@ -116,7 +118,7 @@ def tiled_attention(
         block = slice(start, start + block_size)
         k_block = key[..., block, :].to(work_dtype)  # [..., Tb, Dk]
         v_block = value[..., block, :].to(work_dtype)  # [..., Tb, Dv]
-        scores = q @ k_block.transpose(-2, -1) / scale  # [..., Tq, Tb]
+        scores = q @ k_block.transpose(-2, -1)  # [..., Tq, Tb], already scaled
         if mask is not None:
             # exp(-inf - row_max) = 0: a blocked key adds nothing to row_sum or acc.
             scores = torch.where(mask[..., block], scores, -math.inf)  # [..., Tq, Tb]
