@@ -117,6 +117,8 @@ def multi_head(
         return out, weights
     if merge == "no_transpose":
         out = out.contiguous().view(batch, query_len, d_model)
+    elif merge == "view_after_transpose":
+        out = out.transpose(1, 2).view(batch, query_len, d_model)
     else:
         out = out.transpose(1, 2).contiguous().view(batch, query_len, d_model)
     return out, weights.mean(dim=1) if average else weights
@@ -322,6 +324,11 @@ WRONG = [
     ),
     (checks.check_multi_head_attention, with_(multi_head, merge="none"), "heads_not_merged"),
     (checks.check_multi_head_attention, with_(multi_head, average=True), "weights_averaged"),
+    (
+        checks.check_multi_head_attention,
+        with_(multi_head, merge="view_after_transpose"),
+        "view_after_transpose",
+    ),
     (
         checks.check_multi_head_attention,
         with_(multi_head, scale="sqrt_d_model"),

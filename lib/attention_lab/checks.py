@@ -99,6 +99,11 @@ MISTAKES: dict[str, str] = {
     ),
     "heads_not_merged": "heads not merged: the output must be [B, Tq, D], not [B, H, Tq, Dh]",
     "weights_averaged": "weights averaged over heads: return every head's weights, [B, H, Tq, Tk]",
+    "view_after_transpose": (
+        "heads merged with .view() right after transpose(1, 2): the transposed tensor is not "
+        "contiguous, so view cannot merge its last two axes; use .reshape(B, Tq, D), or "
+        ".contiguous().view(B, Tq, D)"
+    ),
     # Positional encoding.
     "sin_cos_swapped": (
         "sine and cosine swapped: even columns (0, 2, 4, ...) hold the sine, odd columns the cosine"
@@ -436,6 +441,11 @@ def _matmul_error(error: Exception) -> str | None:
     return "scores_transposed" if any(s in text for s in shapes) else None
 
 
+def _view_error(error: Exception) -> str | None:
+    """``view`` on a transposed (non-contiguous) tensor: the heads merged without a copy."""
+    return "view_after_transpose" if "view size is not compatible" in str(error) else None
+
+
 def _randn(generator: torch.Generator, *shape: int, dtype=torch.float32) -> torch.Tensor:
     return torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
 
@@ -592,8 +602,8 @@ def check_multi_head_attention(fn: Callable) -> None:
 
     Mistakes it names: ``merge_without_transpose``, ``split_without_transpose``,
     ``split_and_merge_without_transpose``, ``heads_and_width_swapped``, ``heads_not_merged``,
-    ``weights_averaged``, ``scaled_by_sqrt_d_model``, ``no_scaling``, ``softmax_axis``,
-    ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``weights_averaged``, ``view_after_transpose``, ``scaled_by_sqrt_d_model``, ``no_scaling``,
+    ``softmax_axis``, ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -634,7 +644,7 @@ def check_multi_head_attention(fn: Callable) -> None:
             "no_scaling": variant(divisor=1.0),
             "softmax_axis": variant(dim=-2),
         }
-        result = _run(fn, case)
+        result = _run(fn, case, _view_error)
         _check_pair(
             _name(fn),
             case,
