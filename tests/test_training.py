@@ -1,6 +1,7 @@
 """Tests for attention_lab.training: the token classifier, its loss, the loop and the measures."""
 
 import copy
+import math
 
 import pytest
 import torch
@@ -157,6 +158,8 @@ def test_token_loss_ignores_padding_targets_entirely():
         (torch.zeros(2, 3, 4), torch.zeros(2, 3), TypeError, "targets"),
         (torch.zeros(2, 3, 4), torch.zeros(2, 4, dtype=torch.long), ValueError, "shape"),
         (torch.zeros(6, 4), torch.zeros(2, 3, dtype=torch.long), ValueError, "shape"),
+        (torch.zeros(2, 3, 4), torch.full((2, 3), 4), ValueError, r"targets .*\[0, 4\)"),
+        (torch.zeros(2, 3, 4), torch.full((2, 3), -1), ValueError, "targets"),
     ],
 )
 def test_token_loss_rejects_bad_arguments(logits, targets, error, match):
@@ -444,3 +447,10 @@ def test_pattern_share_matches_a_loop(heads, size, seed):
 def test_pattern_share_rejects_bad_arguments(weights, pattern, error, match):
     with pytest.raises(error, match=match):
         pattern_share(weights, pattern)
+
+
+def test_token_loss_does_not_range_check_the_padding_it_skips():
+    # pad_id may lie outside the vocabulary (e.g. -100, PyTorch's default ignore_index).
+    targets = torch.tensor([[1, -100, 2]])
+    loss = token_loss(torch.zeros(1, 3, 4), targets, pad_id=-100)
+    torch.testing.assert_close(loss, torch.tensor(math.log(4)))

@@ -715,8 +715,8 @@ def mask_lab(
         ``updatemenus[1]`` the causal mask; both start off.
 
     Raises:
-        TypeError: If a mask is not boolean, ``weights`` is not a mapping, or a token is not a
-            ``str``.
+        TypeError: If a mask is not boolean, ``weights`` is not a mapping, ``tokens`` is not a
+            list of lists, or a token is not a ``str``.
         ValueError: If a shape does not fit ``[B, T, T]``, the tokens do not match it, or a
             combination of masks is missing from ``weights``.
     """
@@ -724,8 +724,12 @@ def mask_lab(
     batch, size = score_array.shape[0], score_array.shape[-1]
     if score_array.shape[1] != size:
         raise ValueError(f"scores must be [B, T, T], got shape {tuple(score_array.shape)}")
-    if isinstance(tokens, str) or not isinstance(tokens, Sequence) or len(tokens) != batch:
-        raise ValueError(f"tokens must be a list of B = {batch} token lists")
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+        raise TypeError(
+            f"tokens must be a list of B = {batch} token lists, got {type(tokens).__name__}"
+        )
+    if len(tokens) != batch:
+        raise ValueError(f"tokens must be a list of B = {batch} token lists, got {len(tokens)}")
     labels = [_labels(row, f"tokens[{b}]", size) for b, row in enumerate(tokens)]
     masks = {}
     for name, mask in (("padding", padding), ("causal", causal)):

@@ -435,12 +435,20 @@ def encoder_from_minilm() -> BertEncoder:
         A new encoder in evaluation mode (dropout off), float32, on the CPU.
 
     Raises:
-        ValueError: If the weight file does not hold exactly the expected weights.
+        ValueError: If the configuration asks for another activation or position embedding than
+            this library's BERT has, or the weight file does not hold exactly the expected
+            weights.
     """
     from safetensors.torch import load_file
 
     folder = Path(model_path())
     config = json.loads((folder / "config.json").read_text())
+    # BertEncoder builds exactly this BERT: exact GELU, absolute learned positions.
+    for key, expected in [("hidden_act", "gelu"), ("position_embedding_type", "absolute")]:
+        if config.get(key, expected) != expected:
+            raise ValueError(
+                f"config.json has {key}={config[key]!r}; BertEncoder supports {expected!r} only"
+            )
     encoder = BertEncoder(
         config["vocab_size"],
         config["hidden_size"],
@@ -497,6 +505,11 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
         raise TypeError(f"hidden must have a floating dtype, got {hidden.dtype}")
     if hidden.ndim != 3:
         raise ValueError(f"hidden must have shape [B, T, D], got {list(hidden.shape)}")
+    if isinstance(attention_mask, torch.Tensor) and attention_mask.shape != hidden.shape[:2]:
+        raise ValueError(
+            f"attention_mask must have shape [B, T] = {list(hidden.shape[:2])}, the first two "
+            f"axes of hidden, got {list(attention_mask.shape)}"
+        )
     weights = key_mask(attention_mask, like=hidden[..., 0])[:, 0, 0, :, None]  # [B, T, 1]
     weights = weights.to(hidden.dtype)
     total = (hidden * weights).sum(dim=1)  # [B, D]
@@ -533,7 +546,8 @@ def sentence_embeddings(
         TypeError: If ``sentences`` is not a list or tuple of ``str`` (a single string must be
             wrapped in a list), ``batch_size`` is not an int, or ``encoder`` is not a
             :class:`BertEncoder`.
-        ValueError: If ``sentences`` is empty or ``batch_size`` is not positive.
+        ValueError: If ``sentences`` is empty, ``batch_size`` is not positive, or ``encoder``
+            is in training mode.
     """
     if not isinstance(sentences, list | tuple):
         hint = " (wrap a single sentence in a list)" if isinstance(sentences, str) else ""
@@ -548,6 +562,11 @@ def sentence_embeddings(
         encoder = _shared_encoder()
     elif not isinstance(encoder, BertEncoder):
         raise TypeError(f"encoder must be a BertEncoder, got {type(encoder).__name__}")
+    elif encoder.training:
+        raise ValueError(
+            "encoder is in training mode, so dropout would change every embedding: "
+            "call encoder.eval() first"
+        )
     tokenizer = load_tokenizer()
     settings = json.loads((Path(model_path()) / "sentence_bert_config.json").read_text())
     pooled = []

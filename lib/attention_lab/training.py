@@ -182,7 +182,8 @@ def token_loss(
     Raises:
         TypeError: If ``logits`` is not a floating tensor, ``targets`` not an integer tensor, or
             ``pad_id`` not an int.
-        ValueError: If the shapes do not fit together.
+        ValueError: If the shapes do not fit together, or a counted target is outside
+            ``[0, V)``.
     """
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         kind = logits.dtype if isinstance(logits, torch.Tensor) else type(logits).__name__
@@ -195,6 +196,12 @@ def token_loss(
             f"logits {list(logits.shape)} and targets {list(targets.shape)}"
         )
     vocab_size = logits.shape[-1]
+    counted = targets if pad_id is None else targets[targets != pad_id]
+    if counted.numel() and (counted.min() < 0 or counted.max() >= vocab_size):
+        raise ValueError(
+            f"targets must hold ids in [0, V) = [0, {vocab_size}) (logits' last axis), got "
+            f"values from {int(counted.min())} to {int(counted.max())}"
+        )
     # cross_entropy wants the classes in dimension 1; flatten the positions instead.
     return F.cross_entropy(
         logits.reshape(-1, vocab_size),  # [B*T, V]

@@ -1,0 +1,42 @@
+"""The examples in the library's docstrings run and print what they say (they are on the API page).
+
+Every module is run with doctest; a module whose docstrings hold examples must pass all of them.
+Examples that draw random numbers seed their own generator, so their printed values are stable.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import attention_lab
+
+MODULES = sorted(info.name for info in pkgutil.iter_modules(attention_lab.__path__))
+# Modules whose public functions and classes carry examples (the others return figures, run
+# checks or hold private helpers, where an example would print nothing useful).
+WITH_EXAMPLES = {
+    "attention",
+    "data",
+    "efficient",
+    "layers",
+    "masks",
+    "positional",
+    "pretrained",
+    "training",
+}
+
+
+def test_the_list_names_real_modules():
+    assert WITH_EXAMPLES <= set(MODULES)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    module = importlib.import_module(f"attention_lab.{name}")
+    failures, tried = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert failures == 0
+    if name in WITH_EXAMPLES:
+        assert tried >= 3, f"attention_lab.{name} has only {tried} example lines"
