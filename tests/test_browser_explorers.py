@@ -188,7 +188,8 @@ def test_plotly_js_is_loaded_exactly_where_there_is_a_figure(html_dir):
             f"figure={has_figure}"
         )
         with_figures += [page] if has_figure else []
-    assert len(with_figures) >= 4, "the explorers of chapters 02-05 are missing"
+    names = {page.name[:2] for page in with_figures}
+    assert {"02", "03", "04", "05", "09"} <= names, f"explorers are missing: only {sorted(names)}"
     assert (html_dir / PLOTLY_JS).stat().st_size > 1_000_000
 
 
@@ -286,7 +287,7 @@ def test_heads_explorer(browser, server, html_dir):
         assert state["active"] == int(layer)
         assert state["z"] == state["stored"]  # all 12 heads show the chosen layer
         seen.append(state["z"])
-    assert seen[0] != seen[1] != seen[2]
+    assert len({repr(z) for z in seen}) == 3  # three layers, three different sets of maps
     reader.screenshots(div)
     reader.close()
 
@@ -359,21 +360,23 @@ def test_mask_lab(browser, server, html_dir):
 
 
 def test_attention_explorer(browser, server, html_dir):
+    div = "explorer-attention"
     reader = Reader(browser, server, chapter(html_dir, "09"))
-    reader.page.wait_for_function(
-        "() => window.Plotly && document.querySelector('.plotly-graph-div')"
-    )
-    # The chapter names the figure's div; find it by its controls: a dropdown and a slider.
-    div = reader.page.evaluate(
-        """() => [...document.querySelectorAll('.plotly-graph-div')].map(d => d.id)
-             .find(id => { const l = document.getElementById(id).layout || {};
-                           const menus = l.updatemenus || [];
-                           return l.sliders && menus.length && menus[0].type === 'dropdown'; })"""
-    )
-    assert div, "chapter 09 has no attention explorer (a dropdown, layer buttons, a head slider)"
     reader.wait_rendered(div)
     sentences = reader.data(div, "gd.layout.updatemenus[0].buttons.map(b => b.label)")
     assert len(sentences) >= 6
+    # The gallery holds the "it" sentence, both word orders and a long-range agreement.
+    texts = reader.data(
+        div,
+        "gd.layout.updatemenus[0].buttons.map(b => b.args[1]['yaxis.ticktext'].join(' '))",
+    )
+    for wanted in (
+        "[CLS] the cat sat on the mat because it was tired . [SEP]",
+        "[CLS] dog bites man . [SEP]",
+        "[CLS] man bites dog . [SEP]",
+    ):
+        assert wanted in texts, (wanted, texts)
+    assert any(label.startswith("long range") for label in sentences), sentences
     heads = reader.data(div, "gd.layout.sliders[0].steps.length")
     layers = reader.data(div, "gd.layout.updatemenus[1].buttons.length")
     shown = (

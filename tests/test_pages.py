@@ -107,3 +107,61 @@ def test_page_converts_to_a_valid_learner_notebook(path):
     nb = nbformat.reads(jupytext.writes(jupytext.read(path), fmt="ipynb"), as_version=4)
     nbformat.validate(nb)
     assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+CHAPTERS = sorted((ROOT / "notebooks_src" / "chapters").glob("*.md"))
+EXERCISE = re.compile(r"```\{exercise\}[^\n]*\n:label:\s*(\S+)")
+# A solution is a {solution} block, or {solution-start} ... {solution-end} around code cells.
+SOLUTION = re.compile(r"````?\{solution(?:-start)?\}\s*(\S+)\n((?::[^\n]*\n)*)")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_ends_with_exercises_whose_solutions_are_folded(path):
+    text = path.read_text()
+    assert "\n## Exercises\n" in text, "a chapter ends with an Exercises section"
+    exercises = EXERCISE.findall(text.split("\n## Exercises\n", 1)[1])
+    assert len(exercises) >= 3, f"only {len(exercises)} exercises"
+    solutions = dict(SOLUTION.findall(text))
+    for label in exercises:
+        assert label in solutions, f"exercise {label} has no solution"
+        assert ":class: dropdown" in solutions[label], f"the solution of {label} is not hidden"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_every_figure_is_glued_not_shown(path):
+    # A figure shown with plt.show() has no :name: for {numref} and no :alt: for readers.
+    nb = jupytext.read(path)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert "plt.show(" not in cell.source, f"glue the figure instead:\n{cell.source}"
+
+
+def test_each_part_ends_with_reflection_questions():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    parts = [p for p in toc["parts"] if p["caption"].startswith("Part ")]
+    assert len(parts) == 4
+    for part in parts:
+        last = ROOT / f"{part['chapters'][-1]['file']}.md"
+        name = part["caption"].split(":")[0]
+        assert f"```{{admonition}} Reflect on {name}\n" in last.read_text(), (
+            f"{last.name}, the last chapter of {name}, has no reflection questions"
+        )
+
+
+def test_viva_has_enough_questions_in_the_required_groups():
+    text = (ROOT / "notebooks_src" / "practice" / "viva.md").read_text()
+    groups = re.findall(r"^## (.+)$", text, re.MULTILINE)
+    for group in [
+        "Fundamentals",
+        "Positional encoding",
+        "Attention and masks",
+        "Multi-head attention",
+        "The encoder",
+        "Advanced",
+    ]:
+        assert group in groups, f"the viva has no {group!r} group"
+    questions = re.findall(r"^```\{dropdown\} \d+\. ", text, re.MULTILINE)
+    assert len(questions) >= 25, f"only {len(questions)} viva questions"
+    advanced = text.split("\n## Advanced\n", 1)[1].lower()
+    for topic in ["d_k", "learned or fixed", "batchnorm", "residual", "padding", "cost"]:
+        assert topic in advanced, f"the advanced questions do not cover {topic!r}"
