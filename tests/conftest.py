@@ -37,6 +37,13 @@ def html_dir() -> Path:
     return HTML
 
 
+@pytest.fixture(autouse=True)
+def default_print_options():
+    """Lab pages run in-process by some tests set torch's print options: undo it after each."""
+    yield
+    torch.set_printoptions(profile="default", sci_mode=None)
+
+
 # Half-precision results are compared with a float32 reference computed from the same
 # (rounded) inputs, so the tolerance covers only the rounding inside the computation.
 HALF_TOLERANCE = {
