@@ -45,6 +45,38 @@ def check_real_above(value: float, name: str, lower: float) -> None:
         raise ValueError(f"{name} must be a finite real number > {lower}, got {value}")
 
 
+def check_token_ids(
+    ids: torch.Tensor,
+    name: str,
+    *,
+    rows: str = "B",
+    like: torch.Tensor | None = None,
+    like_name: str = "input_ids",
+) -> None:
+    """Require an integer tensor of shape ``[rows, T]``, the shape of ``like`` if one is given."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must have an integer dtype, got {ids.dtype}")
+    if ids.ndim != 2:
+        raise ValueError(f"{name} must have shape [{rows}, T], got {list(ids.shape)}")
+    if like is not None and ids.shape != like.shape:
+        raise ValueError(
+            f"{name} must have shape [{rows}, T] = {list(like.shape)}, that of {like_name}, "
+            f"got {list(ids.shape)}"
+        )
+
+
+def check_id_range(ids: torch.Tensor, name: str, limit: int, limit_name: str = "") -> None:
+    """Require every value of the integer tensor ``ids`` (any shape) to lie in ``[0, limit)``."""
+    if ids.numel() and (ids.min() < 0 or ids.max() >= limit):
+        named = f" ({limit_name}={limit})" if limit_name else ""
+        raise ValueError(
+            f"{name} must hold values in [0, {limit}){named}, got values from "
+            f"{int(ids.min())} to {int(ids.max())}"
+        )
+
+
 def check_sequence(x: torch.Tensor, name: str, width: int) -> None:
     """Require a floating tensor of shape ``[B, T, width]``: a batch of token vectors."""
     if not isinstance(x, torch.Tensor):

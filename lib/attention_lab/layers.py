@@ -23,10 +23,12 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import (
     check_bool,
+    check_id_range,
     check_int,
     check_probability,
     check_real_above,
     check_sequence,
+    check_token_ids,
 )
 from attention_lab.attention import MultiHeadAttention
 from attention_lab.positional import SinusoidalPositionalEncoding
@@ -485,17 +487,8 @@ class TransformerEncoder(nn.Module):
             TypeError: If ``token_ids`` is not an integer tensor or ``mask`` is not bool.
             ValueError: If ``token_ids`` is not 2-D or holds an id outside the vocabulary.
         """
-        if not isinstance(token_ids, torch.Tensor):
-            raise TypeError(f"token_ids must be a torch.Tensor, got {type(token_ids).__name__}")
-        if token_ids.is_floating_point() or token_ids.is_complex() or token_ids.dtype == torch.bool:
-            raise TypeError(f"token_ids must have an integer dtype, got {token_ids.dtype}")
-        if token_ids.ndim != 2:
-            raise ValueError(f"token_ids must have shape [B, T], got {list(token_ids.shape)}")
-        if token_ids.numel() and (token_ids.min() < 0 or token_ids.max() >= self.vocab_size):
-            raise ValueError(
-                f"token_ids must lie in [0, vocab_size={self.vocab_size}), got values from "
-                f"{int(token_ids.min())} to {int(token_ids.max())}"
-            )
+        check_token_ids(token_ids, "token_ids")
+        check_id_range(token_ids, "token_ids", self.vocab_size, "vocab_size")
         x = self.embedding(token_ids) * math.sqrt(self.d_model)  # [B, T, D]
         x = self.positional(x)  # [B, T, D]
         attentions = []

@@ -30,7 +30,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
-from attention_lab._validation import check_int, check_probability, check_real_above
+from attention_lab._validation import (
+    check_id_range,
+    check_int,
+    check_probability,
+    check_real_above,
+    check_token_ids,
+)
 from attention_lab.layers import EncoderLayer
 from attention_lab.masks import padding_mask
 
@@ -227,7 +233,8 @@ class BertEmbedding(nn.Module):
             TypeError: If an argument is not an integer tensor.
             ValueError: If a shape or an id is out of range.
         """
-        _check_ids(input_ids, "input_ids", self.vocab_size)
+        check_token_ids(input_ids, "input_ids")
+        check_id_range(input_ids, "input_ids", self.vocab_size, "vocab_size")
         if input_ids.shape[1] > self.max_len:
             raise ValueError(
                 f"input_ids may hold at most max_len={self.max_len} positions, "
@@ -235,7 +242,8 @@ class BertEmbedding(nn.Module):
             )
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        _check_ids(token_type_ids, "token_type_ids", self.type_vocab_size, like=input_ids)
+        check_token_ids(token_type_ids, "token_type_ids", like=input_ids)
+        check_id_range(token_type_ids, "token_type_ids", self.type_vocab_size, "type_vocab_size")
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)  # [T]
         x = self.word(input_ids) + self.position(positions) + self.token_type(token_type_ids)
         return self.dropout(self.norm(x))  # [B, T, D]
@@ -345,7 +353,9 @@ class BertEncoder(nn.Module):
         return x, attentions
 
 
-def key_mask(attention_mask: torch.Tensor, like: torch.Tensor | None = None) -> torch.Tensor:
+def key_mask(
+    attention_mask: torch.Tensor, like: torch.Tensor | None = None, *, like_name: str = "input_ids"
+) -> torch.Tensor:
     """Turn a tokenizer's 1/0 ``attention_mask`` into the library's boolean key mask.
 
     Tokenizers mark real tokens with 1 and padding with 0, so ``attention_mask`` plays the part
@@ -355,6 +365,7 @@ def key_mask(attention_mask: torch.Tensor, like: torch.Tensor | None = None) -> 
         attention_mask: Shape ``[B, T]``, integer values in ``{0, 1}`` (1 = real token) or
             ``torch.bool`` (``True`` = real token).
         like: Optional ``[B, T]`` tensor (the ``input_ids``) whose shape it must have.
+        like_name: What ``like`` is, for the error message.
 
     Returns:
         Shape ``[B, 1, 1, T]``, dtype ``torch.bool``: ``True`` where a key may be attended to.
@@ -370,29 +381,9 @@ def key_mask(attention_mask: torch.Tensor, like: torch.Tensor | None = None) -> 
     """
     if isinstance(attention_mask, torch.Tensor) and attention_mask.dtype == torch.bool:
         attention_mask = attention_mask.long()
-    _check_ids(attention_mask, "attention_mask", 2, like=like)
+    check_token_ids(attention_mask, "attention_mask", like=like, like_name=like_name)
+    check_id_range(attention_mask, "attention_mask", 2)
     return padding_mask(attention_mask, pad_id=0)  # [B, 1, 1, T]
-
-
-def _check_ids(
-    ids: torch.Tensor, name: str, limit: int, *, like: torch.Tensor | None = None
-) -> None:
-    """Require an integer ``[B, T]`` tensor with values in ``[0, limit)`` (shaped as ``like``)."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(ids).__name__}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must have an integer dtype, got {ids.dtype}")
-    if ids.ndim != 2:
-        raise ValueError(f"{name} must have shape [B, T], got {list(ids.shape)}")
-    if like is not None and ids.shape != like.shape:
-        raise ValueError(
-            f"{name} must have the shape of input_ids {list(like.shape)}, got {list(ids.shape)}"
-        )
-    if ids.numel() and (ids.min() < 0 or ids.max() >= limit):
-        raise ValueError(
-            f"{name} must hold values in [0, {limit}), got values from {int(ids.min())} "
-            f"to {int(ids.max())}"
-        )
 
 
 def _minilm_to_ours(num_layers: int) -> dict[str, str]:
@@ -505,12 +496,8 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
         raise TypeError(f"hidden must have a floating dtype, got {hidden.dtype}")
     if hidden.ndim != 3:
         raise ValueError(f"hidden must have shape [B, T, D], got {list(hidden.shape)}")
-    if isinstance(attention_mask, torch.Tensor) and attention_mask.shape != hidden.shape[:2]:
-        raise ValueError(
-            f"attention_mask must have shape [B, T] = {list(hidden.shape[:2])}, the first two "
-            f"axes of hidden, got {list(attention_mask.shape)}"
-        )
-    weights = key_mask(attention_mask, like=hidden[..., 0])[:, 0, 0, :, None]  # [B, T, 1]
+    mask = key_mask(attention_mask, like=hidden[..., 0], like_name="hidden's first two axes")
+    weights = mask[:, 0, 0, :, None]  # [B, 1, 1, T] -> [B, T, 1]
     weights = weights.to(hidden.dtype)
     total = (hidden * weights).sum(dim=1)  # [B, D]
     count = weights.sum(dim=1).clamp(min=1e-9)  # [B, 1]

@@ -27,7 +27,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
-from attention_lab._validation import check_int, check_real_above
+from attention_lab._validation import (
+    check_id_range,
+    check_int,
+    check_real_above,
+    check_token_ids,
+)
 from attention_lab.layers import TransformerEncoder
 from attention_lab.masks import padding_mask
 
@@ -39,20 +44,10 @@ def _check_pad_id(pad_id: int | None) -> None:
         check_int(pad_id, "pad_id", minimum=None)
 
 
-def _check_token_tensor(tensor: torch.Tensor, name: str) -> None:
-    """Require an integer tensor of shape ``[N, T]``."""
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.dtype == torch.bool or tensor.is_floating_point() or tensor.is_complex():
-        raise TypeError(f"{name} must have an integer dtype, got {tensor.dtype}")
-    if tensor.ndim != 2:
-        raise ValueError(f"{name} must have shape [N, T], got {list(tensor.shape)}")
-
-
 def _check_pair(inputs: torch.Tensor, targets: torch.Tensor) -> None:
     """Require matching integer ``[N, T]`` inputs and targets with at least one example."""
-    _check_token_tensor(inputs, "inputs")
-    _check_token_tensor(targets, "targets")
+    check_token_ids(inputs, "inputs", rows="N")
+    check_token_ids(targets, "targets", rows="N")
     if inputs.shape != targets.shape:
         raise ValueError(
             "inputs and targets must have the same shape [N, T], got "
@@ -188,7 +183,7 @@ def token_loss(
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         kind = logits.dtype if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise TypeError(f"logits must be a floating torch.Tensor, got {kind}")
-    _check_token_tensor(targets, "targets")
+    check_token_ids(targets, "targets")
     _check_pad_id(pad_id)
     if logits.ndim != 3 or logits.shape[:2] != targets.shape:
         raise ValueError(
@@ -196,12 +191,9 @@ def token_loss(
             f"logits {list(logits.shape)} and targets {list(targets.shape)}"
         )
     vocab_size = logits.shape[-1]
-    counted = targets if pad_id is None else targets[targets != pad_id]
-    if counted.numel() and (counted.min() < 0 or counted.max() >= vocab_size):
-        raise ValueError(
-            f"targets must hold ids in [0, V) = [0, {vocab_size}) (logits' last axis), got "
-            f"values from {int(counted.min())} to {int(counted.max())}"
-        )
+    # Padding targets are skipped, so they may lie outside the vocabulary (e.g. -100).
+    counted = targets if pad_id is None else targets[targets != pad_id]  # [counted]
+    check_id_range(counted, "targets", vocab_size, "V")
     # cross_entropy wants the classes in dimension 1; flatten the positions instead.
     return F.cross_entropy(
         logits.reshape(-1, vocab_size),  # [B*T, V]
