@@ -26,7 +26,7 @@ LIB_HASH = $$(find lib -name '*.py' -not -path '*/__pycache__/*' | LC_ALL=C sort
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
 	@echo "make test       lint, library tests, zero-warning book build, built-HTML and browser tests"
-	@echo "make notebooks  write every page as a Jupyter notebook into notebooks/"
+	@echo "make notebooks  build the book, then write every page as a Jupyter notebook into notebooks/"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make bench      both measurements below, about 5 minutes (tables in benchmarks/results/)"
 	@echo "make bench-library  the library against PyTorch/transformers: medians and ratios"
@@ -52,18 +52,19 @@ print-lib-hash:
 	@echo $(LIB_HASH)
 
 lint: $(STAMP)
-	$(BIN)/ruff check lib tests book/_ext benchmarks tools
-	$(BIN)/ruff format --check lib tests book/_ext benchmarks tools
+	$(BIN)/ruff check lib tests book/_ext benchmarks
+	$(BIN)/ruff format --check lib tests book/_ext benchmarks
 
 # The book is built first (zero warnings, or it fails), then one pytest run covers the library,
 # the built HTML and the browser checks of it.
 test: lint book
 	$(BIN)/python -m pytest
 
-# Chapters are converted as they are; labs become workbooks that stop before their solution, so
-# a learner starts from the stub (see tools/workbooks.py). NOTEBOOKS_DIR=dir writes elsewhere.
-notebooks: $(STAMP)
-	@$(BIN)/python tools/workbooks.py notebooks_src "$${NOTEBOOKS_DIR:-notebooks}"
+# The learners' notebooks need the build's numbers (figures, equations, glued values), so the
+# book is built first; labs become workbooks that stop at the stub (book/_ext/learner_notebooks.py).
+# NOTEBOOKS_DIR=dir writes elsewhere. The built book ships the same notebooks in _notebooks/.
+notebooks: book
+	@$(BIN)/python book/_ext/learner_notebooks.py "$${NOTEBOOKS_DIR:-notebooks}"
 
 # Measured comparisons: median times over interleaved runs, as ratios to the reference; then
 # the book's own build times (in a temporary copy, so _build/ is untouched).

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
-import jupytext
 import pytest
 import yaml
-from nbclient import NotebookClient
 
 from conftest import ROOT
 
@@ -159,34 +156,3 @@ def test_makefile_computes_the_same_library_hash():
         check=True,
     ).stdout.strip()
     assert out == lib_hash()
-
-
-def _png_digests(nb) -> set[str]:
-    """Hashes of the PNGs a notebook drew, except those of cells that time things on this CPU
-    (tagged ``measured``): wall-clock measurements differ between runs by nature."""
-    digests = set()
-    for cell in nb.cells:
-        if "measured" in cell.get("metadata", {}).get("tags", []):
-            continue
-        for out in cell.get("outputs", []):
-            for mime, data in out.get("data", {}).items():
-                # Glued figures are stored as application/papermill.record/image/png.
-                if mime.endswith("image/png"):
-                    digests.add(hashlib.sha256(base64.b64decode(data)).hexdigest())
-    return digests
-
-
-CHAPTERS = sorted((ROOT / "notebooks_src" / "chapters").glob("*.md"))
-
-
-@pytest.mark.parametrize("source", CHAPTERS, ids=[p.stem for p in CHAPTERS])
-def test_a_fresh_run_draws_the_same_figures_as_the_build(source, html_dir):
-    """Seeds are fixed: executing a page again gives byte-identical figures to the built book's."""
-    nb = jupytext.read(source)
-    NotebookClient(nb, timeout=600, resources={"metadata": {"path": str(source.parent)}}).execute()
-    fresh = _png_digests(nb)
-    assert fresh, f"{source.name} drew no figures"
-    built = {
-        hashlib.sha256(p.read_bytes()).hexdigest() for p in (html_dir / "_images").glob("*.png")
-    }
-    assert fresh <= built, f"{len(fresh - built)} of {len(fresh)} figures differ from the build's"

@@ -11,6 +11,7 @@ import ast
 import html
 import importlib
 import itertools
+import json
 import math
 
 import numpy as np
@@ -90,6 +91,26 @@ def test_to_html_is_a_fragment_without_plotly_js_and_is_stable():
 def test_to_html_rejects_a_bad_div_id(div_id):
     with pytest.raises(ValueError, match="div_id"):
         interactive.to_html(small_figure(), div_id=div_id)
+
+
+def test_show_offers_the_page_html_and_plotly_json_of_the_same_figure():
+    fig = small_figure()
+    bundle = interactive.show(fig, div_id="explorer-test")._repr_mimebundle_()
+    assert set(bundle) == {"text/html", interactive.PLOTLY_MIMETYPE}
+    assert bundle["text/html"] == interactive.to_html(fig, div_id="explorer-test")
+    spec = bundle[interactive.PLOTLY_MIMETYPE]
+    assert spec["config"] == interactive.CONFIG
+    # The JSON is the figure itself: plotly rebuilds the same figure from it.
+    assert go.Figure(spec["data"], spec["layout"]).to_dict() == fig.to_dict()
+    # Escaped token labels stay escaped in the JSON that JupyterLab draws.
+    assert MARKUP not in json.dumps(spec)
+
+
+def test_show_checks_its_arguments_like_to_html():
+    with pytest.raises(TypeError, match="fig"):
+        interactive.show({"data": []}, div_id="a")
+    with pytest.raises(ValueError, match="div_id"):
+        interactive.show(small_figure(), div_id="1abc")
 
 
 def test_to_html_rejects_wrong_types():

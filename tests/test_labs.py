@@ -14,10 +14,10 @@ import jupytext
 import nbformat
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, missing
 
-sys.path.insert(0, str(ROOT / "tools"))
-import workbooks  # noqa: E402 - tools/ is not a package
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import learner_notebooks  # noqa: E402 - book/_ext is not a package
 
 LABS = sorted((ROOT / "notebooks_src" / "labs").glob("*.md"))
 NAMES = [lab.stem for lab in LABS]
@@ -51,10 +51,13 @@ def stub_cell(nb) -> str:
 
 @pytest.fixture(scope="module")
 def made_notebooks(tmp_path_factory):
-    """Run `make notebooks` (without re-creating the venv) into a temporary folder."""
+    """Run `make notebooks` (without re-creating the venv or rebuilding the book) into a
+    temporary folder."""
+    if not (ROOT / "_build" / learner_notebooks.INDEX_NAME).is_file():
+        missing("the book is not built: run `make book` first")
     out = tmp_path_factory.mktemp("notebooks")
     result = subprocess.run(
-        ["make", "-o", ".venv/.installed", "notebooks"],
+        ["make", "-o", ".venv/.installed", "-o", "book", "notebooks"],
         cwd=ROOT,
         env={**os.environ, "NOTEBOOKS_DIR": str(out)},
         capture_output=True,
@@ -112,20 +115,27 @@ def test_make_notebooks_writes_the_stub_without_the_solution(lab, made_notebooks
             if line.strip() and not line.lstrip().startswith(("def ", '"""', "#", "return")):
                 assert line.strip() not in all_code, f"solution line in workbook: {line}"
     assert "solution-start" not in everything and "solution-end" not in everything
-    # The book's own cells (settings, assertions) stay out; MyST markup becomes plain markdown.
-    assert not any(c.metadata.get("tags") == ["remove-cell"] for c in nb.cells)
+    # The book's own cells (assertions) stay out, but not %xmode Minimal: a failing check shows
+    # its message, not the frames above it. MyST markup becomes plain markdown.
+    kept = [
+        c.source
+        for c in nb.cells
+        if set(c.metadata.get("tags", [])) & {"remove-cell", "remove-input"}
+    ]
+    assert kept and all("%xmode" in source for source in kept), kept
     assert "{dropdown}" not in everything and "<details>" in everything
     assert "{doc}" not in everything and "{exercise}" not in everything
     assert "The solution is not in this workbook" in nb.cells[-1].source
 
 
-def test_make_notebooks_converts_chapters_as_they_are(made_notebooks):
+def test_make_notebooks_keeps_every_code_cell_of_the_chapters(made_notebooks):
     chapters = sorted((ROOT / "notebooks_src" / "chapters").glob("*.md"))
     assert chapters
     for chapter in chapters:
         nb = nbformat.read(made_notebooks / "chapters" / f"{chapter.stem}.ipynb", as_version=4)
         source = jupytext.read(chapter)
-        assert [c.source for c in nb.cells] == [c.source for c in source.cells], chapter.name
+        code = [c.source for c in nb.cells if c.cell_type == "code"]
+        assert code == [c.source for c in source.cells if c.cell_type == "code"], chapter.name
 
 
 def test_make_notebooks_copies_the_quiz_files_the_chapters_read(made_notebooks):
@@ -139,14 +149,18 @@ def test_make_notebooks_copies_the_quiz_files_the_chapters_read(made_notebooks):
 @pytest.mark.parametrize("lab", LABS, ids=NAMES)
 def test_a_learner_running_the_workbook_is_stopped_by_the_check_with_advice(lab, capsys):
     """Run the workbook's cells in order, as "Run All" does: the first error is the check's."""
-    nb = workbooks.workbook(lab)
+    cells = learner_notebooks.workbook_cells(jupytext.read(lab).cells, lab.name)
     namespace: dict = {}
     error = None
-    for cell in nb.cells:
+    for cell in cells:
         if cell.cell_type != "code":
             continue
+        # IPython magics (%xmode) are not Python: the kernel runs them, exec cannot.
+        source = "\n".join(
+            "" if line.lstrip().startswith("%") else line for line in cell.source.splitlines()
+        )
         try:
-            exec(compile(cell.source, lab.name, "exec"), namespace)  # noqa: S102 - our pages
+            exec(compile(source, lab.name, "exec"), namespace)  # noqa: S102 - our pages
         except Exception as exc:  # noqa: BLE001 - the point is which exception comes first
             error = exc
             break
@@ -156,17 +170,14 @@ def test_a_learner_running_the_workbook_is_stopped_by_the_check_with_advice(lab,
 
 
 def test_a_lab_without_a_solution_is_refused(tmp_path):
-    labs = tmp_path / "labs"
-    labs.mkdir()
-    lab = LABS[0].read_text()
-    (labs / "01_no_solution.md").write_text(lab.split("## Solution", 1)[0])
-    assert workbooks.main([str(tmp_path), str(tmp_path / "out")]) == 1
-    assert not (tmp_path / "out" / "labs" / "01_no_solution.ipynb").exists()
+    lab = tmp_path / "01_no_solution.md"
+    lab.write_text(LABS[0].read_text().split("## Solution", 1)[0])
+    with pytest.raises(learner_notebooks.ConversionError, match="a lab needs a solution"):
+        learner_notebooks.workbook_cells(jupytext.read(lab).cells, lab.name)
 
 
 def test_a_lab_without_a_stub_is_refused(tmp_path):
-    labs = tmp_path / "labs"
-    labs.mkdir()
-    (labs / "01_no_stub.md").write_text(LABS[0].read_text().replace(STUB, "return None  #"))
-    with pytest.raises(workbooks.WorkbookError, match="a lab needs a stub"):
-        workbooks.workbook(labs / "01_no_stub.md")
+    lab = tmp_path / "01_no_stub.md"
+    lab.write_text(LABS[0].read_text().replace(STUB, "return None  #"))
+    with pytest.raises(learner_notebooks.ConversionError, match="a lab needs a stub"):
+        learner_notebooks.workbook_cells(jupytext.read(lab).cells, lab.name)

@@ -20,7 +20,6 @@ import attention_lab
 from conftest import ROOT
 
 SOURCES = sorted((ROOT / "notebooks_src").rglob("*.md"))
-GLUE_FIGURE = re.compile(r"```\{glue:figure\}\s*(\S+)\n((?::[^\n]*\n)*)", re.MULTILINE)
 
 
 def _ids(paths):
@@ -52,16 +51,44 @@ def test_page_is_a_python_notebook_listed_in_the_toc(path):
     assert str(path.relative_to(ROOT).with_suffix("")) in toc, "page is not in _toc.yml"
 
 
+def figure_cells(nb) -> list:
+    """The cells that draw a figure: myst-nb's cell-level ``mystnb.figure`` metadata."""
+    return [
+        c for c in nb.cells if c.cell_type == "code" and "figure" in c.metadata.get("mystnb", {})
+    ]
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
-def test_glued_figures_have_name_and_alt(path):
+def test_figures_have_name_caption_and_alt_and_are_referenced(path):
+    """The figure convention: the cell that draws a figure shows it (plt.show(), so Jupyter
+    draws it in place too) and carries its name, caption and alt text."""
+    nb = jupytext.read(path)
     text = path.read_text()
-    figures = GLUE_FIGURE.findall(text)
-    for key, options in figures:
-        assert ":name:" in options, f"{key}: glue:figure without :name:"
-        alt = re.search(r":alt:\s*(.+)", options)
-        assert alt and len(alt.group(1).split()) >= 4, f"{key}: glue:figure needs a real :alt:"
-        name = re.search(r":name:\s*(\S+)", options).group(1)
+    for cell in figure_cells(nb):
+        figure = cell.metadata["mystnb"]["figure"]
+        name = figure.get("name", "")
+        assert name.startswith("fig-"), f"a figure needs a name fig-...: {figure}"
+        assert len(str(figure.get("caption", "")).split()) >= 4, f"{name} needs a caption"
+        alt = cell.metadata["mystnb"].get("image", {}).get("alt", "")
+        assert len(alt.split()) >= 4, f"{name} needs a real alt text"
         assert f"{{numref}}`{name}`" in text, f"{name} is never referenced with {{numref}}"
+        assert cell.source.rstrip().endswith("plt.show()"), f"{name}: end the cell with plt.show()"
+        assert "glue(" not in cell.source, f"{name}: glue numbers in another cell"
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
+def test_figures_are_drawn_in_their_cell_not_glued(path):
+    # A glued figure shows nowhere in a learner's Jupyter; a figure shown without metadata has
+    # no number, caption or alt text in the book.
+    assert "{glue:figure}" not in path.read_text()
+    nb = jupytext.read(path)
+    figures = [id(c) for c in figure_cells(nb)]
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        assert not re.search(r"\bglue\([^)]*\bfig\b", cell.source), cell.source
+        if "plt.show(" in cell.source:
+            assert id(cell) in figures, f"a figure without name, caption and alt:\n{cell.source}"
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
@@ -82,16 +109,6 @@ def test_pages_do_not_redefine_library_code(path):
                     f"{node.name} redefines attention_lab's {node.name}: "
                     "show the library's with literalinclude and import it"
                 )
-
-
-@pytest.mark.parametrize("path", SOURCES, ids=_ids(SOURCES))
-def test_figures_are_closed_after_gluing(path):
-    nb = jupytext.read(path)
-    for cell in nb.cells:
-        if cell.cell_type == "code" and re.search(r"\bglue\([^)]*\bfig", cell.source):
-            assert "plt.close(" in cell.source, (
-                f"a cell glues a figure without closing it:\n{cell.source}"
-            )
 
 
 def test_toc_lists_only_existing_files():
@@ -125,15 +142,6 @@ def test_chapter_ends_with_exercises_whose_solutions_are_folded(path):
     for label in exercises:
         assert label in solutions, f"exercise {label} has no solution"
         assert ":class: dropdown" in solutions[label], f"the solution of {label} is not hidden"
-
-
-@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
-def test_every_figure_is_glued_not_shown(path):
-    # A figure shown with plt.show() has no :name: for {numref} and no :alt: for readers.
-    nb = jupytext.read(path)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert "plt.show(" not in cell.source, f"glue the figure instead:\n{cell.source}"
 
 
 def test_each_part_ends_with_reflection_questions():

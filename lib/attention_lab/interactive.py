@@ -3,9 +3,10 @@
 Each explorer takes tensors or arrays that a page has computed and returns a
 ``plotly.graph_objects.Figure`` whose controls (plotly buttons, dropdowns and sliders) switch
 between states that are all precomputed and stored in the figure, so the figure works in a
-static HTML page with no Python behind it. :func:`to_html` turns a figure into the HTML fragment a
-page displays. Like :mod:`attention_lab.plotting`, this module is pure: it imports no model code,
-and it changes no global setting of plotly.
+static HTML page with no Python behind it. :func:`show` displays a figure in a page or a
+notebook; :func:`to_html` is the HTML fragment the book's pages use. Like
+:mod:`attention_lab.plotting`, this module is pure: it imports no model code, and it changes no
+global setting of plotly.
 
 Two controls that act on one figure must not undo each other. Where a figure has two, one
 control chooses which traces are ``visible`` and the other sets the data (``z`` or ``y``) of all
@@ -20,6 +21,7 @@ token is never interpreted, neither by plotly's label renderer nor by the browse
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Mapping, Sequence
 
@@ -33,11 +35,13 @@ from attention_lab._validation import check_int
 from attention_lab.plotting import _as_float_array
 
 __all__ = [
+    "Explorer",
     "attention_explorer",
     "heads_explorer",
     "mask_lab",
     "positional_explorer",
     "scaling_explorer",
+    "show",
     "to_html",
 ]
 
@@ -93,6 +97,55 @@ def to_html(fig: go.Figure, *, div_id: str) -> str:
         config=CONFIG,
         default_width="100%",
     )
+
+
+PLOTLY_MIMETYPE = "application/vnd.plotly.v1+json"
+"""The MIME type under which JupyterLab's plotly renderer (shipped inside ``plotly``) draws a
+figure with its own copy of plotly.js, offline."""
+
+
+class Explorer:
+    """A figure to display: the book's HTML fragment and plotly's JSON, for whichever renders.
+
+    The book's HTML build chooses ``text/html`` (plotly.js is served by the book); JupyterLab
+    and VS Code choose ``application/vnd.plotly.v1+json`` and draw the figure with the
+    plotly.js bundled in their plotly renderer, so a learner's notebook draws it with no
+    network and no CDN.
+    """
+
+    # fig is a plotly.graph_objects.Figure; the annotation is left off so that the API page's
+    # signature does not name plotly's private module.
+    def __init__(self, fig, div_id: str) -> None:
+        self.html = to_html(fig, div_id=div_id)
+        self.spec = json.loads(pio.to_json(fig, validate=False))
+        self.spec["config"] = dict(CONFIG)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        return {"text/html": self.html, PLOTLY_MIMETYPE: self.spec}
+
+
+def show(fig: go.Figure, *, div_id: str) -> Explorer:
+    """Display ``fig`` (an explorer) in the book's page or in a learner's notebook.
+
+    Make it a cell's last expression. The object it returns carries two representations: the
+    HTML fragment of :func:`to_html`, which the book writes into its page (plotly.js comes from
+    the book's own ``_static``), and the figure as plotly JSON, which JupyterLab draws with its
+    plotly renderer. Neither loads anything from the network.
+
+    Args:
+        fig: The figure, e.g. from :func:`attention_explorer`.
+        div_id: The ``id`` of the figure's ``div`` in the page, as for :func:`to_html`.
+
+    Returns:
+        An object that IPython displays, with ``html`` (the fragment) and ``spec`` (the JSON,
+        a ``dict`` with ``data``, ``layout`` and ``config``).
+
+    Raises:
+        TypeError: If ``fig`` is not a ``plotly.graph_objects.Figure`` or ``div_id`` is not a
+            ``str``.
+        ValueError: If ``div_id`` is not a valid id.
+    """
+    return Explorer(fig, div_id)
 
 
 # --- shared helpers ------------------------------------------------------------------------

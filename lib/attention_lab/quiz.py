@@ -257,9 +257,15 @@ _COLOURS = {
 }
 
 # Runs jupyterquiz's script (in place of /*QUIZ*/) once the page has loaded and MathJax, if the
-# page has it, is ready; in a notebook, where the page has long loaded, at once.
+# page has it, is ready; in a notebook, where the page has long loaded, at once. jupyterquiz's
+# code, inlined here, reads a global MathJax: where that is no MathJax able to typeset (JupyterLab
+# keeps a configuration object of that name), jupyterquiz would load MathJax from a CDN. The
+# local name below hides such an object from it, so nothing is fetched; the book's MathJax,
+# which can typeset, is passed through.
 _DEFERRED = """(function () {
   function start() {
+    var MathJax = window.MathJax && typeof window.MathJax.typeset === "function"
+      ? window.MathJax : undefined;
 /*QUIZ*/
   }
   function whenTypesetterReady() {

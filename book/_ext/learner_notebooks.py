@@ -1,0 +1,711 @@
+"""The learners' notebooks: every page of the book as a Jupyter notebook that shows what it shows.
+
+The book's pages are MyST markdown notebooks (``notebooks_src/``). Plain Jupyter renders neither
+MyST's roles and directives nor values glued into the prose, so this module turns each page into a
+notebook a learner can run in JupyterLab:
+
+- figures: a page's figure cell carries myst-nb's cell-level ``mystnb.figure`` metadata and ends
+  with ``plt.show()``, so it draws its figure in place in Jupyter as in the book; the notebook adds
+  the figure's number and caption below it (``Fig. 2.1. ...``);
+- numbers quoted in the prose (``{glue:text}``) are filled in with the values of the build;
+- cross-references (``{numref}``, ``{ref}``, ``{doc}``, ``{eq}``) become readable text linking to
+  the right notebook (or, for pages that are not notebooks, the book's HTML page);
+- citations become "(Vaswani et al., 2017)", with the references listed at the end;
+- admonitions become quotes, dropdowns and solutions ``<details>`` blocks, tabs headings,
+  ``literalinclude`` the code it includes; the cells of a chapter's worked solutions are folded;
+- labs become workbooks: they stop at the stub the learner fills in (see :func:`workbook`).
+
+Anything MyST that it does not know is an error, so no raw markup reaches a learner unnoticed.
+
+The numbers (figure, equation and chapter numbers, titles) come from the Sphinx build itself. As a
+Sphinx extension, this module writes, when an HTML build finishes:
+
+- ``_build/learner_index.json``: what the conversion needs from the build;
+- ``<html>/_notebooks/``: every page's notebook, the quizzes' JSON files, the library as a wheel,
+  ``requirements.txt`` and a zip of all of it, which each page's download menu links to.
+
+As a script, ``python book/_ext/learner_notebooks.py OUTPUT_DIR`` writes the same notebooks into
+``OUTPUT_DIR`` from the index of the last build (``make notebooks``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE_DIR = "notebooks_src"
+INDEX_NAME = "learner_index.json"
+HTML_DIR_NAME = "_notebooks"
+ZIP_NAME = "attention-lab-notebooks.zip"
+BOOK_TITLE = "Attention, by running it"
+HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+LAB_DROPPED_TAGS = {"remove-cell", "remove-input"}  # the book's own checks of the solution
+STUB = "raise NotImplementedError"
+
+SOLUTION_START = re.compile(r"^`{3,}\{solution-start\}", re.MULTILINE)
+SOLUTION_MARKER = re.compile(
+    r"^(?P<fence>`{3,})\{(?P<kind>solution-start|solution-end)\}[ \t]*(?P<label>\S*)[^\n]*\n"
+    r"(?:[ \t]*:[\w-]+:[^\n]*\n)*(?P=fence)[ \t]*$",
+    re.MULTILINE,
+)
+# A fenced directive: ```{name} argument, then :option: lines, the body, the same fence again.
+DIRECTIVE = re.compile(
+    r"^(?P<fence>`{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<argument>[^\n]*)\n"
+    r"(?P<options>(?:[ \t]*:[\w-]+:[^\n]*\n)*)(?P<body>.*?)^(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+ROLE = re.compile(r"\{(?P<name>[\w:-]+)\}`(?P<content>[^`]*)`")
+TARGET = re.compile(r"^\((?P<label>[\w.:-]+)\)=[ \t]*$", re.MULTILINE)
+LABELLED_MATH = re.compile(
+    r"^\$\$\n(?P<body>.*?)\n\$\$[ \t]*\((?P<label>[\w.:-]+)\)[ \t]*$", re.MULTILINE | re.DOTALL
+)
+EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
+# What must never reach a learner: MyST roles and directives.
+RAW_MYST = re.compile(r"\{(glue|numref|doc|cite|ref|eq)[\w:-]*\}`|^`{3,}\{|^:::", re.MULTILINE)
+
+
+class ConversionError(ValueError):
+    """A page that cannot become a notebook: unknown markup, a missing label, a lab without stub."""
+
+
+WorkbookError = ConversionError  # the name the lab tests know
+
+
+# --- the index: what the conversion needs from the build ----------------------------------------
+
+
+def build_index(app) -> dict:
+    """Collect numbers, titles, labels, glued values and citations from a finished Sphinx build."""
+    env = app.env
+    std = env.get_domain("std")
+    numfig = env.toc_fignumbers
+    formats = {kind: str(text) for kind, text in app.config.numfig_format.items()}
+
+    def number(docname: str, kind: str, node_id: str) -> str | None:
+        found = numfig.get(docname, {}).get(kind, {}).get(node_id)
+        return ".".join(map(str, found)) if found else None
+
+    pages = {}
+    for docname in sorted(env.found_docs):
+        secnum = env.toc_secnumbers.get(docname, {}).get("")
+        pages[docname] = {
+            "title": env.titles[docname].astext() if docname in env.titles else docname,
+            "number": ".".join(map(str, secnum)) if secnum else None,
+        }
+
+    labels = {}
+    for label, (docname, node_id, title) in std.labels.items():
+        entry = {"doc": docname, "id": node_id, "title": title or None}
+        for kind in ("figure", "table", "code-block", "exercise", "solution"):
+            if (num := number(docname, kind, node_id)) is not None:
+                entry["kind"], entry["number"] = kind, num
+        labels[label] = entry
+    for label, (docname, node_id) in std.anonlabels.items():
+        labels.setdefault(label, {"doc": docname, "id": node_id, "title": None})
+    # sphinx-exercise keeps its own registry; its numbers are in toc_fignumbers too.
+    for label, item in getattr(env, "sphinx_exercise_registry", {}).items():
+        docname = item.get("docname")
+        kind = item.get("type", "exercise")
+        entry = labels.setdefault(label, {"doc": docname, "id": label, "title": None})
+        entry["kind"] = kind
+        entry["number"] = number(docname, kind, label)
+        entry["title"] = str(item.get("title") or "") or entry["title"]
+
+    equations = {}
+    for label, (docname, eqno) in env.get_domain("math").equations.items():
+        num = number(docname, "displaymath", f"equation-{label}") or str(eqno)
+        equations[label] = {"doc": docname, "number": num}
+
+    output = Path(app.outdir).parent / "jupyter_execute"
+    glue = {}
+    for docname in pages:
+        path = output / f"{docname}.glue.json"
+        if path.is_file():
+            data = json.loads(path.read_text(encoding="utf-8"))
+            glue[docname] = {key: value.get("data", {}) for key, value in data.items()}
+
+    return {
+        "title": str(app.config.html_title or BOOK_TITLE),
+        "numfig_format": formats,
+        "pages": pages,
+        "labels": labels,
+        "equations": equations,
+        "glue": glue,
+        "citations": citations(ROOT / "book" / "references.bib"),
+    }
+
+
+def _last_names(persons) -> list[str]:
+    return [" ".join(p.last_names).replace("{", "").replace("}", "") for p in persons]
+
+
+def citations(bibfile: Path) -> dict:
+    """Each entry of the bibliography: its author-year label and a one-line reference."""
+    from pybtex.database import parse_file
+    from pybtex.plugin import find_plugin
+
+    bibliography = parse_file(str(bibfile))
+    style = find_plugin("pybtex.style.formatting", "plain")()
+    backend = find_plugin("pybtex.backends", "markdown")()
+    formatted = {
+        entry.key: entry.text.render(backend)
+        for entry in style.format_entries(bibliography.entries.values())
+    }
+    out = {}
+    for key, entry in bibliography.entries.items():
+        names = _last_names(entry.persons.get("author", []) or entry.persons.get("editor", []))
+        if len(names) >= 3:
+            who = f"{names[0]} et al."
+        elif len(names) == 2:
+            who = f"{names[0]} and {names[1]}"
+        else:
+            who = names[0] if names else key
+        year = entry.fields.get("year", "n.d.")
+        text = formatted[key].replace("\\", "")
+        out[key] = {"author": who, "year": year, "reference": text}
+    return out
+
+
+# --- one page ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Page:
+    """One page being converted, with what its links need."""
+
+    docname: str  # e.g. notebooks_src/chapters/02_scaled_dot_product_attention
+    index: dict
+    html_root: str  # the built book's HTML folder, relative to this notebook's folder (posix)
+    cited: list = field(default_factory=list)
+
+    @property
+    def folder(self) -> PurePosixPath:
+        return PurePosixPath(self.docname).parent
+
+    def is_notebook(self, docname: str) -> bool:
+        return docname.startswith(f"{SOURCE_DIR}/")
+
+    def href(self, docname: str, anchor: str | None = None) -> str:
+        """A link from this notebook to ``docname`` (a notebook, or the book's HTML page)."""
+        if docname == self.docname:
+            base = ""
+        elif self.is_notebook(docname):
+            base = _relative(self.folder, PurePosixPath(docname)) + ".ipynb"
+        else:
+            base = f"{self.html_root}/{docname}.html"
+        return f"{base}#{anchor}" if anchor else (base or "#")
+
+    def label(self, label: str) -> dict:
+        try:
+            return self.index["labels"][label]
+        except KeyError:
+            raise ConversionError(f"{self.docname}: unknown label {label!r}") from None
+
+    def glued(self, key: str) -> dict:
+        try:
+            return self.index["glue"][self.docname][key]
+        except KeyError:
+            raise ConversionError(
+                f"{self.docname}: no glued value {key!r} in the build (run `make book`)"
+            ) from None
+
+
+def _relative(start: PurePosixPath, target: PurePosixPath) -> str:
+    up = len(start.parts) - _common(start.parts, target.parts)
+    rest = target.parts[_common(start.parts, target.parts) :]
+    return "/".join([".."] * up + list(rest))
+
+
+def _common(a: tuple, b: tuple) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _resolve_doc(page: Page, target: str) -> str:
+    return str(PurePosixPath(*_normalise((page.folder / target).parts)))
+
+
+def _normalise(parts: tuple) -> list:
+    out: list = []
+    for part in parts:
+        if part == "..":
+            out.pop()
+        elif part != ".":
+            out.append(part)
+    return out
+
+
+def _format_plain(text: str, spec: str) -> str:
+    """The text of ``{glue:text}`key:spec```, exactly as myst-nb formats it in the book."""
+    from myst_nb.core.variables import format_plain_text
+
+    return format_plain_text(text, spec)
+
+
+def role(page: Page, name: str, content: str) -> str:
+    """Plain markdown for one MyST role."""
+    explicit = EXPLICIT.match(content)
+    text, target = (explicit["text"], explicit["target"]) if explicit else (None, content)
+    if name == "glue:text":
+        key, _, spec = content.rpartition(":") if ":" in content else (content, "", "s")
+        return _format_plain(page.glued(key)["text/plain"], spec)
+    if name == "glue:md":
+        return page.glued(content)["text/markdown"]
+    if name == "doc":
+        docname = _resolve_doc(page, target)
+        title = text or page.index["pages"].get(docname, {}).get("title")
+        if title is None:
+            raise ConversionError(f"{page.docname}: {{doc}} to an unknown page {target!r}")
+        return f"[{title}]({page.href(docname)})"
+    if name == "numref":
+        entry = page.label(target)
+        if "number" not in entry or not entry["number"]:
+            raise ConversionError(f"{page.docname}: {{numref}} to {target!r}, which has no number")
+        template = text or page.index["numfig_format"].get(entry["kind"], "%s")
+        shown = template.replace("%s", entry["number"]).replace("{number}", entry["number"])
+        return f"[{shown}]({page.href(entry['doc'], target)})"
+    if name == "ref":
+        entry = page.label(target)
+        if text:
+            shown = text
+        elif entry.get("kind") in ("exercise", "solution") and entry.get("number"):
+            shown = f"{entry['kind'].capitalize()} {entry['number']}"
+            if entry.get("title"):
+                shown += f" ({entry['title']})"
+        else:
+            shown = entry.get("title") or target
+        return f"[{shown}]({page.href(entry['doc'], target)})"
+    if name == "eq":
+        try:
+            equation = page.index["equations"][target]
+        except KeyError:
+            raise ConversionError(f"{page.docname}: unknown equation {target!r}") from None
+        return f"[({equation['number']})]({page.href(equation['doc'], target)})"
+    if name in ("cite:p", "cite:t", "cite"):
+        keys = [k.strip() for k in content.split(",")]
+        entries = []
+        for key in keys:
+            if key not in page.index["citations"]:
+                raise ConversionError(f"{page.docname}: unknown citation {key!r}")
+            if key not in page.cited:
+                page.cited.append(key)
+            entries.append(page.index["citations"][key])
+        if name == "cite:t":
+            return "; ".join(f"{e['author']} ({e['year']})" for e in entries)
+        return "(" + "; ".join(f"{e['author']}, {e['year']}" for e in entries) + ")"
+    if name == "math":
+        return f"${content}$"
+    raise ConversionError(f"{page.docname}: the role {{{name}}} has no plain-markdown form")
+
+
+def _options(text: str) -> dict:
+    return dict(re.findall(r"^[ \t]*:([\w-]+):[ \t]*(.*?)[ \t]*$", text, re.MULTILINE))
+
+
+def _quote(title: str, body: str) -> str:
+    lines = [f"**{title}**", ""] + body.splitlines()
+    return "\n".join(f"> {line}".rstrip() for line in lines)
+
+
+def _anchor(label: str | None) -> str:
+    return f'<a id="{label}"></a>\n\n' if label else ""
+
+
+def literal_include(page: Page, argument: str, options: dict) -> str:
+    """The code a ``literalinclude`` shows, read as Sphinx reads it, in a fenced block."""
+    from sphinx.directives.code import LiteralIncludeReader
+
+    class _Config:
+        source_encoding = "utf-8-sig"
+
+    path = (ROOT / page.folder / argument).resolve()
+    reader_options = {k: v for k, v in options.items() if k not in ("language", "caption")}
+    if "lines" in reader_options or "pyobject" in reader_options:
+        pass  # LiteralIncludeReader applies both, in Sphinx's order
+    code, _ = LiteralIncludeReader(str(path), reader_options, _Config()).read()
+    language = options.get("language", "python")
+    caption = options.get("caption")
+    source = _relative(page.folder, PurePosixPath(path.relative_to(ROOT).as_posix()))
+    head = f"*{caption}*\n\n" if caption else f"From `{source}`:\n\n"
+    return f"{head}```{language}\n{code.rstrip()}\n```"
+
+
+def directive(page: Page, match: re.Match) -> str:
+    """Plain markdown for one MyST directive (its body converted too)."""
+    name, argument = match["name"], match["argument"].strip()
+    options = _options(match["options"])
+    body = markdown(page, match["body"].strip("\n")) if name != "literalinclude" else ""
+    label = options.get("label") or options.get("name")
+    if name == "admonition":
+        return _anchor(label) + _quote(argument or "Note", body)
+    if name in ("note", "tip", "hint", "important", "warning", "caution", "seealso"):
+        return _anchor(label) + _quote(argument or name.capitalize(), body)
+    if name == "dropdown":
+        return f"<details>\n<summary>{argument}</summary>\n\n{body}\n\n</details>"
+    if name == "exercise":
+        entry = page.index["labels"].get(label or "", {})
+        number = f" {entry['number']}" if entry.get("number") else ""
+        title = f"Exercise{number}" + (f" ({argument})" if argument else "")
+        return f"{_anchor(label)}**{title}**\n\n{body}"
+    if name == "solution":
+        return f"<details>\n<summary>Solution</summary>\n\n{body}\n\n</details>"
+    if name == "tab-set":
+        return body
+    if name == "tab-item":
+        return f"#### {argument}\n\n{body}"
+    if name == "table":
+        entry = page.index["labels"].get(label or "", {})
+        number = entry.get("number")
+        prefix = page.index["numfig_format"].get("table", "Table %s").replace("%s", number or "")
+        caption = markdown(page, argument)
+        return f"{_anchor(label)}**{prefix}.** {caption}\n\n{body}" if number else body
+    if name == "literalinclude":
+        return literal_include(page, argument, options)
+    if name == "math":
+        return f"$$\n{body}\n$$"
+    raise ConversionError(f"{page.docname}: the directive {{{name}}} has no plain-markdown form")
+
+
+def markdown(page: Page, text: str) -> str:
+    """Turn a markdown cell's MyST into markdown that plain Jupyter renders."""
+    text = DIRECTIVE.sub(lambda m: directive(page, m), text)
+
+    def math(match: re.Match) -> str:
+        equation = page.index["equations"].get(match["label"])
+        if equation is None:
+            raise ConversionError(f"{page.docname}: unknown equation {match['label']!r}")
+        body = match["body"].strip("\n")
+        return f'<a id="{match["label"]}"></a>\n\n$$\n{body}\n\\tag{{{equation["number"]}}}\n$$'
+
+    text = LABELLED_MATH.sub(math, text)
+    text = TARGET.sub(lambda m: f'<a id="{m["label"]}"></a>', text)
+    return ROLE.sub(lambda m: role(page, m["name"], m["content"]), text)
+
+
+def _figure_caption(page: Page, cell) -> str | None:
+    figure = cell.metadata.get("mystnb", {}).get("figure")
+    if not figure:
+        return None
+    name = figure.get("name")
+    entry = page.label(name) if name else {}
+    number = entry.get("number")
+    prefix = page.index["numfig_format"].get("figure", "Fig. %s").replace("%s", number or "")
+    caption = markdown(page, str(figure.get("caption", "")))
+    return f'<a id="{name}"></a>\n\n**{prefix}.** {caption}'.rstrip()
+
+
+def _add_markdown(page: Page, out: list, text: str, hidden: bool) -> None:
+    text = markdown(page, text.strip("\n")).strip()
+    if text:
+        cell = nbformat.v4.new_markdown_cell(text)
+        if hidden:
+            _hide_source(cell)
+        out.append(cell)
+
+
+def _hide_source(cell) -> None:
+    cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+
+
+def _intro(page: Page, kind: str) -> str:
+    info = page.index["pages"][page.docname]
+    title = info["title"]
+    where = {
+        "chapter": f"chapter {info['number']}" if info["number"] else "a chapter",
+        "lab": "a lab",
+        "practice": "a practice page",
+    }[kind]
+    book = f"[{page.index['title']}]({page.href('book/intro')})"
+    how = f"[How to use this book]({page.href('book/how_to_use')})"
+    lines = [
+        f'*This notebook is {where} of {book}, "{title}", made from the same source as the '
+        "book's page. Run it top to bottom (Run → Run All Cells): every figure and table is "
+        "drawn by the cells. Numbers quoted in the text are those of the book's build; cells "
+        f"that time things on your machine will differ. Setting up: {how}.*",
+    ]
+    if kind == "lab":
+        lines.append(
+            "*This is a workbook: fill in the stub, run its check, and compare with the solution "
+            "folded at the end of the book's page.*"
+        )
+    return "\n\n".join(lines)
+
+
+def _references(page: Page) -> str | None:
+    if not page.cited:
+        return None
+    items = sorted(page.index["citations"][k]["reference"] for k in page.cited)
+    return "## References\n\n" + "\n".join(f"- {item}" for item in items)
+
+
+def _kind(docname: str) -> str:
+    part = PurePosixPath(docname).parts[1]
+    return {"chapters": "chapter", "labs": "lab"}.get(part, "practice")
+
+
+def workbook_cells(cells: list, where: str) -> list:
+    """A lab's cells up to the solution: the learner starts from the stub."""
+    if not any(c.cell_type == "code" and STUB in c.source for c in cells):
+        raise ConversionError(f"{where}: a lab needs a stub, a code cell with `{STUB}`")
+    kept = []
+    for cell in cells:
+        tags = set(cell.metadata.get("tags", []))
+        # %xmode Minimal stays: a failing check then shows its message, not the frames above it.
+        if tags & LAB_DROPPED_TAGS and "%xmode" not in cell.source:
+            continue
+        if cell.cell_type == "markdown" and (start := SOLUTION_START.search(cell.source)):
+            before = cell.source[: start.start()].rstrip()
+            before = re.sub(r"\n*^#+ Solution\s*$", "", before, flags=re.MULTILINE).rstrip()
+            if before:
+                cell.source = before
+                kept.append(cell)
+            return kept
+        kept.append(cell)
+    raise ConversionError(f"{where}: a lab needs a solution, between {{solution-start}} markers")
+
+
+def convert(source: Path, docname: str, index: dict, html_root: str) -> nbformat.NotebookNode:
+    """The learner's notebook for one page (``docname``, e.g. ``notebooks_src/labs/01_x``)."""
+    import jupytext
+
+    page = Page(docname, index, html_root)
+    kind = _kind(docname)
+    nb = jupytext.read(source)
+    cells = workbook_cells(nb.cells, docname) if kind == "lab" else nb.cells
+    out = [nbformat.v4.new_markdown_cell(_intro(page, kind))]
+    in_solution = False
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            # A chapter's worked solution: {solution-start} ... code cells ... {solution-end}.
+            position = 0
+            for marker in SOLUTION_MARKER.finditer(cell.source):
+                _add_markdown(page, out, cell.source[position : marker.start()], in_solution)
+                position = marker.end()
+                in_solution = marker["kind"] == "solution-start"
+                if in_solution:
+                    entry = index["labels"].get(marker["label"], {})
+                    which = f"exercise {entry['number']}" if entry.get("number") else "the exercise"
+                    out.append(
+                        nbformat.v4.new_markdown_cell(
+                            f"**Solution to {which}.** Try it first: the solution's cells "
+                            "below are folded. Click the bar to the left of a folded cell to "
+                            "open it."
+                        )
+                    )
+            _add_markdown(page, out, cell.source[position:], in_solution)
+            continue
+        new = nbformat.v4.new_code_cell(cell.source)
+        tags = [t for t in cell.metadata.get("tags", [])]
+        if tags:
+            new.metadata["tags"] = tags
+        if "mystnb" in cell.metadata:
+            new.metadata["mystnb"] = cell.metadata["mystnb"]
+        if set(tags) & HIDDEN_TAGS or in_solution:
+            _hide_source(new)
+        if in_solution:
+            new.metadata["jupyter"]["outputs_hidden"] = True
+        out.append(new)
+        if (caption := _figure_caption(page, cell)) is not None:
+            out.append(nbformat.v4.new_markdown_cell(caption))
+    if kind == "lab":
+        out.append(
+            nbformat.v4.new_markdown_cell(
+                "## Solution\n\nThe solution is not in this workbook: you start from the stub "
+                "above. When the check passes, compare your function with the solution in the "
+                f"book's version of this lab, [{index['pages'][docname]['title']}]"
+                f"({html_root}/{docname}.html), where it is folded at the end of the page."
+            )
+        )
+    if (references := _references(page)) is not None:
+        out.append(nbformat.v4.new_markdown_cell(references))
+    for cell in out:
+        if cell.cell_type == "markdown" and (raw := RAW_MYST.search(cell.source)):
+            raise ConversionError(f"{docname}: MyST markup survived: {raw.group(0)!r}")
+    notebook = nbformat.v4.new_notebook(cells=out)
+    notebook.metadata["kernelspec"] = {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
+    notebook.metadata["language_info"] = {"name": "python"}
+    nbformat.validate(notebook)
+    return notebook
+
+
+# --- the whole set ------------------------------------------------------------------------------
+
+
+def page_docnames(index: dict) -> list[str]:
+    """Every executable page the build knows, in toc order of their names."""
+    return sorted(d for d in index["pages"] if d.startswith(f"{SOURCE_DIR}/"))
+
+
+def write_notebooks(index: dict, out_dir: Path, html_dir: Path, log=print) -> list[Path]:
+    """Write every page's notebook and the quizzes' JSON files into ``out_dir``."""
+    written = []
+    for docname in page_docnames(index):
+        relative = PurePosixPath(docname).relative_to(SOURCE_DIR)
+        target = out_dir / relative.with_suffix(".ipynb")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        html_root = _relative_path(target.parent, html_dir)
+        notebook = convert(ROOT / f"{docname}.md", docname, index, html_root)
+        nbformat.write(notebook, target)
+        written.append(target)
+        log(f"wrote {target}")
+    for data in sorted((ROOT / SOURCE_DIR).rglob("*.json")):
+        target = out_dir / data.relative_to(ROOT / SOURCE_DIR)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(data, target)
+        written.append(target)
+    return written
+
+
+def _relative_path(start: Path, target: Path) -> str:
+    import os
+
+    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
+
+
+def build_wheel(out_dir: Path) -> Path:
+    """The library as a wheel, built offline from a copy of its sources."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / "src"
+        tree.mkdir()
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(ROOT / name, tree / name)
+        shutil.copytree(
+            ROOT / "lib", tree / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+        )
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--no-index",
+                "--no-build-isolation",
+                "--disable-pip-version-check",
+                "-w",
+                str(out_dir),
+                str(tree),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"building the attention_lab wheel failed:\n{result.stderr}")
+    wheels = sorted(out_dir.glob("attention_lab-*.whl"))
+    if not wheels:
+        raise RuntimeError("pip wheel wrote no attention_lab wheel")
+    return wheels[-1]
+
+
+def write_downloads(index: dict, outdir: Path, log=print) -> Path:
+    """The site's ``_notebooks/``: notebooks, quizzes, the wheel, requirements and one zip."""
+    target = outdir / HTML_DIR_NAME
+    if target.exists():
+        shutil.rmtree(target)
+    files = write_notebooks(index, target, outdir, log=lambda _m: None)
+    wheel = build_wheel(target)
+    shutil.copy2(ROOT / "requirements.txt", target / "requirements.txt")
+    with zipfile.ZipFile(target / ZIP_NAME, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in [*files, wheel, target / "requirements.txt"]:
+            archive.write(path, (Path("attention-lab-notebooks") / path.relative_to(target)))
+    log(f"learner_notebooks: {len(files)} files, {wheel.name} and {ZIP_NAME} in {target}")
+    return target
+
+
+# --- Sphinx -------------------------------------------------------------------------------------
+
+
+def _index_path(app) -> Path:
+    return Path(app.outdir).parent / INDEX_NAME
+
+
+def _write(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    from sphinx.util import logging
+
+    logger = logging.getLogger(__name__)
+    # Sphinx's titles may be lazy translation strings: default=str makes them plain text, and the
+    # notebooks are written from the index as `make notebooks` reads it back.
+    text = json.dumps(build_index(app), indent=1, sort_keys=True, default=str)
+    _index_path(app).write_text(text, encoding="utf-8")
+    index = json.loads(text)
+    write_downloads(index, Path(app.outdir), log=logger.info)
+
+
+def _download_button(app, pagename, templatename, context, doctree) -> None:
+    # The theme's download menu offers the page's source (.md); add the learner's notebook.
+    if not pagename.startswith(f"{SOURCE_DIR}/"):
+        return
+    relative = PurePosixPath(pagename).relative_to(SOURCE_DIR)
+    pathto = context["pathto"]
+    for button in context.get("header_buttons", []):
+        if button.get("label") == "download-buttons":
+            button["buttons"].insert(
+                0,
+                {
+                    "type": "link",
+                    "url": pathto(f"{HTML_DIR_NAME}/{relative}.ipynb", 1),
+                    "text": ".ipynb",
+                    "tooltip": "Download this page as a Jupyter notebook",
+                    "icon": "fas fa-book",
+                    "label": "download-notebook-button",
+                },
+            )
+            button["buttons"].insert(
+                1,
+                {
+                    "type": "link",
+                    "url": pathto(f"{HTML_DIR_NAME}/{ZIP_NAME}", 1),
+                    "text": "all notebooks (.zip)",
+                    "tooltip": "Every notebook, the quizzes, the library's wheel and requirements",
+                    "icon": "fas fa-file-archive",
+                    "label": "download-zip-button",
+                },
+            )
+
+
+def setup(app) -> dict:
+    # After the theme has made its header buttons (priority 500), before the page is written.
+    app.connect("html-page-context", _download_button, priority=600)
+    app.connect("build-finished", _write)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+# --- make notebooks -----------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    out_dir = Path(argv[0] if argv else "notebooks")
+    index_path = ROOT / "_build" / INDEX_NAME
+    if not index_path.is_file():
+        print(f"no {index_path.relative_to(ROOT)}: run `make book` first", file=sys.stderr)
+        return 1
+    index = json.loads(index_path.read_text(encoding="utf-8"))
+    try:
+        write_notebooks(index, out_dir, ROOT / "_build" / "html")
+    except ConversionError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

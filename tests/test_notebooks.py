@@ -1,0 +1,315 @@
+"""The learners' notebooks, as the built book ships them in ``_build/html/_notebooks/``.
+
+Each is executed as a learner would run it (nbclient, offline, in its own folder) and must show
+what its page shows: at least as many images as the page has figures, the same figures byte for
+byte (seeds are fixed), the explorers as plotly figures JupyterLab draws offline, no error outside
+the cells that demonstrate one, and no raw MyST in its text.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from conftest import HTML, ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import learner_notebooks  # noqa: E402 - book/_ext is not a package
+
+SOURCES = sorted((ROOT / "notebooks_src").rglob("*.md"))
+IDS = [str(p.relative_to(ROOT / "notebooks_src").with_suffix("")) for p in SOURCES]
+NOTEBOOKS = HTML / learner_notebooks.HTML_DIR_NAME
+PLOTLY = "application/vnd.plotly.v1+json"
+# Every MIME type a page's outputs may carry; anything else would be dropped by the book's
+# build without a warning (see suppress_warnings in _config.yml), so it fails here.
+KNOWN_MIME = {
+    "text/plain",
+    "text/html",
+    "text/markdown",
+    "image/png",
+    "application/javascript",
+    PLOTLY,
+}
+GLUE_PREFIX = "application/papermill.record/"
+RAW_MYST = [
+    re.compile(r"\{glue"),
+    re.compile(r"\{numref\}"),
+    re.compile(r"\{doc\}"),
+    re.compile(r"\{cite"),
+    re.compile(r"\{ref\}"),
+    re.compile(r"\{eq\}"),
+    re.compile(r"^`{3,}\{", re.MULTILINE),
+    re.compile(r"^:::", re.MULTILINE),
+]
+
+
+def notebook_of(source: Path) -> Path:
+    relative = source.relative_to(ROOT / "notebooks_src").with_suffix(".ipynb")
+    path = NOTEBOOKS / relative
+    if not path.is_file():
+        pytest.fail(f"{path.relative_to(ROOT)} is missing: `make book` writes it")
+    return path
+
+
+def page_of(source: Path) -> Path:
+    return HTML / source.relative_to(ROOT).with_suffix(".html")
+
+
+class _Figures(HTMLParser):
+    """Counts the page's figures: <figure> elements, each holding an image."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+        self.figures = 0
+        self.with_image = 0
+        self._has_image = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "figure":
+            self.depth += 1
+            self.figures += 1
+            self._has_image = False
+        elif tag == "img" and self.depth:
+            self._has_image = True
+
+    def handle_endtag(self, tag):
+        if tag == "figure" and self.depth:
+            self.depth -= 1
+            self.with_image += self._has_image
+
+
+def page_figures(page: Path) -> int:
+    parser = _Figures()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.with_image
+
+
+@pytest.fixture(scope="module")
+def executed(html_dir):
+    """Each page's learner notebook, executed once in its own folder, keyed by source."""
+    cache: dict[Path, nbformat.NotebookNode] = {}
+
+    def run(source: Path) -> nbformat.NotebookNode:
+        if source not in cache:
+            path = notebook_of(source)
+            nb = nbformat.read(path, as_version=4)
+            client = NotebookClient(
+                nb,
+                timeout=600,
+                kernel_name="python3",
+                allow_errors=True,  # errors are checked below, with the cell that raised them
+                resources={"metadata": {"path": str(path.parent)}},
+            )
+            client.execute()
+            cache[source] = nb
+        return cache[source]
+
+    return run
+
+
+def _outputs(nb):
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            yield cell, output
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=IDS)
+def test_the_notebook_has_no_myst_markup(source, html_dir):
+    nb = nbformat.read(notebook_of(source), as_version=4)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for pattern in RAW_MYST:
+            assert not pattern.search(cell.source), f"raw MyST in a markdown cell:\n{cell.source}"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=IDS)
+def test_the_notebook_runs_and_shows_what_the_page_shows(source, executed):
+    nb = executed(source)
+    images = 0
+    for cell, output in _outputs(nb):
+        tags = cell.metadata.get("tags", [])
+        if output.output_type == "error":
+            assert "raises-exception" in tags, (
+                f"{output.ename}: {output.evalue} in a cell that is not meant to raise:\n"
+                f"{cell.source}"
+            )
+            continue
+        if output.output_type == "stream":
+            assert "is not defined" not in output.text, output.text
+            continue
+        data = output.get("data", {})
+        mimes = {m for m in data if not m.startswith(GLUE_PREFIX)}
+        assert mimes <= KNOWN_MIME, f"unknown output MIME types {mimes - KNOWN_MIME}"
+        for mime in ("text/plain", "text/html"):
+            assert "is not defined" not in data.get(mime, ""), data[mime][:300]
+        images += "image/png" in data
+    expected = page_figures(page_of(source))
+    assert images >= expected, f"the notebook drew {images} images; its page has {expected}"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [s for s in SOURCES if "interactive.show(" in s.read_text()],
+    ids=lambda s: s.stem,
+)
+def test_explorers_are_drawn_by_jupyterlab_from_plotly_json(source, executed):
+    nb = executed(source)
+    specs = [o["data"][PLOTLY] for _, o in _outputs(nb) if PLOTLY in o.get("data", {})]
+    assert specs, "no explorer was displayed"
+    for spec in specs:
+        assert spec["data"] and "layout" in spec
+        assert "cdn" not in json.dumps(spec).lower()
+
+
+CHAPTERS = [s for s in SOURCES if s.parent.name == "chapters"]
+
+
+def _png_digests(nb) -> set[str]:
+    """Hashes of the PNGs a notebook drew, except those of cells that time things on this CPU
+    (tagged ``measured``): wall-clock measurements differ between runs by nature."""
+    digests = set()
+    for cell, output in _outputs(nb):
+        if "measured" in cell.metadata.get("tags", []):
+            continue
+        for mime, data in output.get("data", {}).items():
+            if mime.endswith("image/png"):
+                digests.add(hashlib.sha256(base64.b64decode(data)).hexdigest())
+    return digests
+
+
+@pytest.mark.parametrize("source", CHAPTERS, ids=[s.stem for s in CHAPTERS])
+def test_a_learner_draws_the_same_figures_as_the_book(source, executed, html_dir):
+    """Seeds are fixed: the learner's run gives figures byte-identical to the built book's."""
+    fresh = _png_digests(executed(source))
+    assert fresh, f"{source.name} drew no figures"
+    built = {
+        hashlib.sha256(p.read_bytes()).hexdigest() for p in (html_dir / "_images").glob("*.png")
+    }
+    assert fresh <= built, f"{len(fresh - built)} of {len(fresh)} figures differ from the build's"
+
+
+@pytest.mark.parametrize("source", CHAPTERS, ids=[s.stem for s in CHAPTERS])
+def test_figures_have_their_number_and_caption_as_text(source, html_dir):
+    nb = nbformat.read(notebook_of(source), as_version=4)
+    page = page_of(source).read_text(encoding="utf-8")
+    numbers = re.findall(r'<span class="caption-number">Fig\. ([\d.]+) </span>', page)
+    assert numbers, "the page has no numbered figure"
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for number in numbers:
+        assert f"**Fig. {number}.**" in text, f"Fig. {number} has no caption in the notebook"
+
+
+def test_glued_numbers_fill_the_prose():
+    """Every {glue:text} of a page becomes the number the book shows."""
+    source = ROOT / "notebooks_src" / "chapters" / "06_transformer_block.md"
+    nb = nbformat.read(notebook_of(source), as_version=4)
+    index = json.loads((ROOT / "_build" / learner_notebooks.INDEX_NAME).read_text())
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    page = page_of(source).read_text(encoding="utf-8")
+    glued = re.findall(r"\{glue:text\}`([^`]+)`", source.read_text())
+    assert len(glued) > 10
+    for role in glued:
+        key, _, spec = role.rpartition(":")
+        value = learner_notebooks._format_plain(
+            index["glue"]["notebooks_src/chapters/06_transformer_block"][key]["text/plain"], spec
+        )
+        assert value in text, f"{role} -> {value} is not in the notebook"
+        assert f'<span class="pasted-text">{value}</span>' in page, f"the page shows no {value}"
+
+
+def test_citations_become_author_year_with_the_references_listed():
+    source = ROOT / "notebooks_src" / "chapters" / "02_scaled_dot_product_attention.md"
+    nb = nbformat.read(notebook_of(source), as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "(Vaswani et al., 2017)" in text
+    assert nb.cells[-1].source.startswith("## References")
+    assert "Attention is all you need" in nb.cells[-1].source
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=IDS)
+def test_links_point_to_existing_notebooks_or_pages(source, html_dir):
+    path = notebook_of(source)
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        prose = re.sub(r"```.*?```|`[^`\n]*`", "", cell.source, flags=re.DOTALL)  # not code
+        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if target.startswith(("http://", "https://", "#")):
+                continue
+            file = target.split("#", 1)[0]
+            assert (path.parent / file).resolve().is_file(), f"broken link {target}"
+            anchor = target.split("#", 1)[1] if "#" in target else None
+            if anchor and file.endswith(".ipynb"):
+                other = nbformat.read(path.parent / file, as_version=4)
+                ids = "\n".join(c.source for c in other.cells)
+                assert f'<a id="{anchor}"></a>' in ids, f"no anchor {anchor} in {file}"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=IDS)
+def test_every_page_offers_its_notebook_for_download(source, html_dir):
+    page = page_of(source)
+    html = page.read_text(encoding="utf-8")
+    links = dict(re.findall(r'href="([^"]+)"[^>]*?\n?[^>]*?title="([^"]*)"', html, flags=re.DOTALL))
+    wanted = {
+        "Download this page as a Jupyter notebook": notebook_of(source),
+        "Every notebook, the quizzes, the library's wheel and requirements": (
+            NOTEBOOKS / learner_notebooks.ZIP_NAME
+        ),
+    }
+    for title, file in wanted.items():
+        hrefs = [h for h, t in links.items() if t == title]
+        assert hrefs, f"the page has no link titled {title!r}"
+        assert (page.parent / hrefs[0]).resolve() == file.resolve()
+
+
+def test_the_zip_has_every_notebook_the_quizzes_and_an_installable_wheel(html_dir, tmp_path):
+    archive = zipfile.ZipFile(NOTEBOOKS / learner_notebooks.ZIP_NAME)
+    names = set(archive.namelist())
+    for source in SOURCES:
+        relative = source.relative_to(ROOT / "notebooks_src").with_suffix(".ipynb")
+        assert f"attention-lab-notebooks/{relative.as_posix()}" in names
+    assert any(n.startswith("attention-lab-notebooks/quizzes/") for n in names)
+    assert "attention-lab-notebooks/requirements.txt" in names
+    (wheel,) = [n for n in names if n.endswith(".whl")]
+    archive.extract(wheel, tmp_path)
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(tmp_path / wheel),
+        ],
+        check=True,
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", "import attention_lab.masks as m; print(m.__file__)"],
+        env={**os.environ, "PYTHONPATH": str(target)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert Path(found).is_relative_to(target), found
