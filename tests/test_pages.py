@@ -173,3 +173,19 @@ def test_viva_has_enough_questions_in_the_required_groups():
     advanced = text.split("\n## Advanced\n", 1)[1].lower()
     for topic in ["d_k", "learned or fixed", "batchnorm", "residual", "padding", "cost"]:
         assert topic in advanced, f"the advanced questions do not cover {topic!r}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_each_chapter_has_a_try_it_yourself_cell_for_the_learners_own_input(path):
+    nb = jupytext.read(path)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and re.search(
+            r"^#{2,3} (Try it yourself|Your own sentence)$", cell.source, re.MULTILINE
+        ):
+            following = next(c for c in nb.cells[i + 1 :] if c.cell_type == "code")
+            first_line = following.source.splitlines()[0]
+            assert re.search(r"# (your|yours)\b", first_line), (
+                f"the try-it cell's first line says what to change:\n{following.source}"
+            )
+            return
+    pytest.fail("no 'Try it yourself' section")

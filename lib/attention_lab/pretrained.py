@@ -6,7 +6,8 @@ Everything here loads it from the package's own directory with ``local_files_onl
 nothing reaches a model hub.
 
 - :func:`load_tokenizer` and :func:`load_minilm` give the ``transformers`` tokenizer and model.
-- :func:`attention_maps` tokenises one sentence and returns every layer's attention weights.
+- :func:`attention_maps` tokenises one sentence and returns every layer's attention weights;
+  :func:`attention_grid` draws them, for any sentence you type.
 - :func:`encoder_from_minilm` builds this library's own encoder, :class:`BertEncoder`
   (:class:`BertEmbedding` then post-norm :class:`~attention_lab.layers.EncoderLayer` blocks),
   and loads MiniLM's weights into it: the book's attention code running a trained model.
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # only for annotations; never executed at run time
 __all__ = [
     "BertEmbedding",
     "BertEncoder",
+    "attention_grid",
     "attention_maps",
     "encoder_from_minilm",
     "key_mask",
@@ -159,6 +161,60 @@ def attention_maps(sentence: str) -> tuple[list[str], torch.Tensor]:
     tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"][0].tolist())
     weights = torch.stack(output.attentions)[:, 0]  # [layers, H, T, T]
     return tokens, weights
+
+
+def attention_grid(sentence: str, layer: int | None = None):
+    """Draw MiniLM's attention for a sentence of your own: every head, or one layer's large.
+
+    Layers and heads are counted from 0, as in the book's chapter on this model.
+
+    Args:
+        sentence: A non-empty string, as for :func:`attention_maps`.
+        layer: ``None`` for all 6 × 12 heads in one grid (a row per layer, too small for token
+            labels: look for the patterns), or a layer from 0 to 5 for its 12 heads with the
+            tokens on both axes.
+
+    Returns:
+        A ``matplotlib.figure.Figure``, drawn by :func:`attention_lab.plotting.head_grid` on one
+        colour scale for all panels. It is not shown; in a notebook, end the cell with
+        ``plt.show()``.
+
+    Raises:
+        TypeError: If ``sentence`` is not a ``str`` or ``layer`` is not an int or ``None``.
+        ValueError: If ``sentence`` is empty or too long, or ``layer`` is not in 0..5.
+    """
+    from attention_lab import plotting  # matplotlib only when something is drawn
+
+    if layer is not None:
+        check_int(layer, "layer", minimum=0)
+    tokens, weights = attention_maps(sentence)  # [layers, H, T, T]
+    num_layers, num_heads = weights.shape[:2]
+    if layer is not None and layer >= num_layers:
+        raise ValueError(f"layer must be in 0..{num_layers - 1}, got {layer}")
+    if layer is None:
+        titles = [f"L{i} H{h}" for i in range(num_layers) for h in range(num_heads)]
+        stack = weights.reshape(num_layers * num_heads, *weights.shape[2:])  # [L*H, T, T]
+        fig = plotting.head_grid(
+            stack,
+            titles=titles,
+            ncols=num_heads,
+            figsize=(10.0, 6.5),
+            title=f"MiniLM, all {num_layers} layers × {num_heads} heads (rows: layers 0-5)",
+        )
+        for ax in fig.axes[:-1]:  # the panels are too small for token labels
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_xlabel("")
+            ax.set_ylabel("")
+        return fig
+    titles = [f"layer {layer}, head {h}" for h in range(num_heads)]
+    return plotting.head_grid(
+        weights[layer],
+        tokens,
+        titles=titles,
+        ncols=4,
+        title=f"MiniLM, layer {layer}: its {num_heads} heads",
+    )
 
 
 class BertEmbedding(nn.Module):
