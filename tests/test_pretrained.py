@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -150,6 +151,34 @@ def test_attention_maps_shape_tokens_and_rows(minilm, encoder):
 def test_attention_maps_rejects_bad_input(sentence, error):
     with pytest.raises(error, match="sentence"):
         attention_maps(sentence)
+
+
+def test_attention_grid_draws_every_head_or_one_layer_with_tokens(minilm):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sentence = "A sentence of the learner's own, with émigré and 😀."
+    tokens, weights = attention_maps(sentence)
+    every = pretrained.attention_grid(sentence)
+    panels = every.axes[:-1]  # the last axes is the colour bar
+    assert len(panels) == 6 * 12
+    assert panels[2 * 12 + 9].get_title() == "L2 H9"  # layers and heads counted from 0
+    one = pretrained.attention_grid(sentence, layer=4)
+    assert len(one.axes) == 12 + 1 and one.axes[5].get_title() == "layer 4, head 5"
+    labels = [t.get_text() for t in one.axes[0].get_yticklabels()]
+    assert labels == tokens
+    # The panel shows head 5 of layer 4: the image's data are those weights.
+    drawn = np.asarray(one.axes[5].collections[0].get_array()).reshape(len(tokens), len(tokens))
+    torch.testing.assert_close(torch.as_tensor(drawn, dtype=torch.float32), weights[4, 5])
+    plt.close("all")
+
+
+@pytest.mark.parametrize("layer, error", [(6, ValueError), (-1, ValueError), ("1", TypeError)])
+def test_attention_grid_rejects_a_layer_the_model_does_not_have(layer, error, minilm):
+    with pytest.raises(error, match="layer"):
+        pretrained.attention_grid("Hello there.", layer=layer)
 
 
 # ---------------------------------------------------------------------------------- our encoder
