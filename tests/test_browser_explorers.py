@@ -119,13 +119,21 @@ class Reader:
     def click_button(self, div_id: str, menu: int, label: str) -> None:
         where = self.page.evaluate(_MENU_BUTTON, [div_id, menu, label])
         assert where, f"{div_id}: no button {label!r} in menu {menu}"
-        if where.get("dropdown"):
+        dropdown = where.get("dropdown")
+        if dropdown:
             self.page.mouse.click(where["x"], where["y"])
             self.page.wait_for_timeout(200)
             where = self.page.evaluate(_DROPDOWN_ENTRY, [div_id, label])
             assert where, f"{div_id}: no dropdown entry {label!r}"
         self.page.mouse.click(where["x"], where["y"])
         self.page.wait_for_timeout(200)
+        if dropdown:
+            # The open list covers the controls below it until plotly.js has folded it away.
+            self.page.wait_for_function(
+                "(id) => !document.getElementById(id)"
+                ".querySelector('.updatemenu-dropdown-button')",
+                arg=div_id,
+            )
 
     def click_step(self, div_id: str, label: str) -> None:
         where = self.page.evaluate(_SLIDER_STEP, [div_id, label])
