@@ -130,8 +130,7 @@ class Reader:
         if dropdown:
             # The open list covers the controls below it until plotly.js has folded it away.
             self.page.wait_for_function(
-                "(id) => !document.getElementById(id)"
-                ".querySelector('.updatemenu-dropdown-button')",
+                "(id) => !document.getElementById(id).querySelector('.updatemenu-dropdown-button')",
                 arg=div_id,
             )
 
