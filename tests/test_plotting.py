@@ -753,3 +753,20 @@ def test_attention_arcs_draws_into_given_axes_and_keeps_style(monkeypatch):
 def test_attention_arcs_rejects_bad_arguments_naming_them(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_attention_heatmap_vmax_fixes_the_top_of_the_colour_scale():
+    import matplotlib.pyplot as plt
+
+    from attention_lab import plotting
+
+    diffuse = torch.full((4, 4), 0.25)
+    default = plotting.attention_heatmap(diffuse)
+    assert default.axes[0].collections[0].get_clim()[1] == pytest.approx(0.25)
+    fixed = plotting.attention_heatmap(diffuse, vmax=1.0)
+    assert fixed.axes[0].collections[0].get_clim() == (0.0, 1.0)
+    with pytest.raises(ValueError, match="vmax"):
+        plotting.attention_heatmap(diffuse, vmax=0.0)
+    with pytest.raises(TypeError, match="vmax"):
+        plotting.attention_heatmap(diffuse, vmax="1")
+    plt.close("all")

@@ -7,6 +7,8 @@ global style, and import no model code, so any page can draw what any module ret
 
 from __future__ import annotations
 
+import numbers
+
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
@@ -96,11 +98,14 @@ def attention_heatmap(
     title: str | None = None,
     annotate: bool | None = None,
     cmap: str = "viridis",
+    vmax: float | None = None,
 ) -> Figure:
     """Draw one attention matrix as a labelled heatmap.
 
     Row ``i`` shows how query ``i`` spreads its attention over the keys, so with weights
-    from a softmax every row sums to 1. The colour scale starts at 0.
+    from a softmax every row sums to 1. The colour scale starts at 0 and, by default, ends at
+    the largest weight, so a diffuse matrix looks as bright as a one-hot one: pass
+    ``vmax=1.0`` to compare panels, or to show how sharp a matrix really is.
 
     Args:
         weights: Attention weights of shape ``[Tq, Tk]``, a tensor (any float dtype, any
@@ -115,6 +120,8 @@ def attention_heatmap(
             printed when the matrix is at most 8 x 8.
         cmap: Name of a matplotlib colormap. The default, ``"viridis"``, is perceptually
             uniform and readable with colour-vision deficiencies.
+        vmax: Top of the colour scale, a number above 0; ``None`` (the default) takes the
+            largest weight.
 
     Returns:
         The figure holding the heatmap (the figure of ``ax`` when ``ax`` is given). It is
@@ -123,10 +130,16 @@ def attention_heatmap(
     Raises:
         TypeError: If ``weights`` is not a tensor or array of numbers, or a token list is a
             single string.
-        ValueError: If ``weights`` is not 2-D or is empty, or if ``query_tokens`` or
-            ``key_tokens`` does not have one label per row or column.
+        ValueError: If ``weights`` is not 2-D or is empty, if ``query_tokens`` or
+            ``key_tokens`` does not have one label per row or column, or if ``vmax`` is not
+            above 0.
     """
     array = _as_2d_array(weights)
+    if vmax is not None:
+        if isinstance(vmax, bool) or not isinstance(vmax, numbers.Real):
+            raise TypeError(f"vmax must be a number or None, got {type(vmax).__name__}")
+        if not vmax > 0:
+            raise ValueError(f"vmax must be above 0, got {vmax}")
     num_queries, num_keys = array.shape
     if key_tokens is None and num_queries == num_keys:
         key_tokens = query_tokens
@@ -146,6 +159,7 @@ def attention_heatmap(
         array,
         ax=ax,
         vmin=0.0,
+        vmax=vmax,
         cmap=cmap,
         square=True,
         annot=annotate,
