@@ -220,7 +220,7 @@ def test_head_grid_places_one_heatmap_per_head_row_by_row(num_heads, ncols, posi
     *heatmaps, colorbar_ax = fig.axes
     assert len(heatmaps) == num_heads  # unused grid cells are removed
     assert [grid_position(ax) for ax in heatmaps] == positions
-    assert [ax.get_title() for ax in heatmaps] == [f"head {h + 1}" for h in range(num_heads)]
+    assert [ax.get_title() for ax in heatmaps] == [f"head {h}" for h in range(num_heads)]
     assert colorbar_ax.get_ylabel() == "attention weight"
 
 

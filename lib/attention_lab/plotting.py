@@ -226,8 +226,8 @@ def head_grid(
         key_tokens: ``Tk`` labels for the columns. Defaults to ``query_tokens`` when each
             matrix is square (self-attention), otherwise to the positions ``0 .. Tk-1``.
         ncols: Number of panels per row, a positive int; fewer if there are fewer heads.
-        titles: ``H`` panel titles. Defaults to ``"head 1"``, ..., ``"head H"``, numbered
-            from 1 as in ``head_1 ... head_h`` of the paper.
+        titles: ``H`` panel titles. Defaults to ``"head 0"``, ..., ``"head H-1"``: the book
+            counts heads and layers from 0, as the tensors index them.
         title: Title of the whole figure.
         figsize: Size of the figure in inches. By default it is sized to the grid and to the
             matrices, at most 10 inches wide.
@@ -253,7 +253,7 @@ def head_grid(
     col_labels = _check_tokens(key_tokens, "key_tokens", num_keys, "columns (keys)")
     check_int(ncols, "ncols")
     if titles is None:
-        titles = [f"head {h + 1}" for h in range(num_heads)]
+        titles = [f"head {h}" for h in range(num_heads)]
     elif isinstance(titles, str):
         raise TypeError(f"titles must be a sequence of {num_heads} titles, not a single string")
     else:
