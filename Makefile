@@ -30,7 +30,8 @@ help:
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make bench      both measurements below, about 5 minutes (tables in benchmarks/results/)"
 	@echo "make bench-library  the library against PyTorch/transformers: medians and ratios"
-	@echo "make bench-book     cold, no-change and one-page-changed builds; each page's run time"
+	@echo "make bench-book     cold, no-change and one-page-changed builds; each page's run time;"
+	@echo "                    each chapter's words of prose (after make book)"
 	@echo "make clean      remove _build/ and notebooks/ (keeps .venv)"
 
 venv: $(STAMP)
@@ -73,8 +74,9 @@ bench: bench-library bench-book
 bench-library: $(STAMP)
 	$(BIN)/python benchmarks/library.py
 
-bench-book: $(STAMP)
+bench-book: book
 	$(BIN)/python benchmarks/book.py
+	$(BIN)/python benchmarks/word_counts.py
 
 serve:
 	@test -d $(BUILD)/html || { echo "no _build/html yet: run 'make book' first"; exit 1; }

@@ -156,3 +156,21 @@ def test_makefile_computes_the_same_library_hash():
         check=True,
     ).stdout.strip()
     assert out == lib_hash()
+
+
+def test_every_chapter_shows_its_reading_time(html_dir):
+    """Under each chapter's title: minutes at 200 words a minute for its words of prose."""
+    chapters = sorted((html_dir / "notebooks_src" / "chapters").glob("*.html"))
+    assert len(chapters) >= 11
+    for page in chapters:
+        text = page.read_text(encoding="utf-8")
+        found = re.search(
+            r'<p class="reading-time">About (\d+) minutes to read \(([\d,]+) words of prose',
+            text,
+        )
+        assert found, f"{page.name}: no reading time"
+        minutes, words = int(found[1]), int(found[2].replace(",", ""))
+        assert minutes == -(-words // 200), page.name
+        # The count leaves code, outputs and folded blocks out, so it is below the page's words.
+        body = re.sub(r"<[^>]+>", " ", text.split("<main", 1)[1])
+        assert 1000 < words < len(body.split()), (page.name, words)

@@ -101,6 +101,7 @@ def build_index(app) -> dict:
         pages[docname] = {
             "title": env.titles[docname].astext() if docname in env.titles else docname,
             "number": ".".join(map(str, secnum)) if secnum else None,
+            "words": getattr(env, "reading_words", {}).get(docname),  # book/_ext/reading_time.py
         }
 
     labels = {}
@@ -435,6 +436,9 @@ def _intro(page: Page, kind: str) -> str:
         "drawn by the cells. Numbers quoted in the text are those of the book's build; cells "
         f"that time things on your machine will differ. Setting up: {how}.*",
     ]
+    if info.get("words"):
+        minutes = -(-info["words"] // 200)
+        lines.append(f"*About {minutes} minutes to read ({info['words']:,} words of prose).*")
     if kind == "lab":
         lines.append(
             "*This is a workbook: fill in the stub, run its check, and compare with the solution "
