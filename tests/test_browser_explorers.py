@@ -24,7 +24,7 @@ from conftest import SCREENSHOTS, missing
 pytestmark = pytest.mark.browser
 
 CHAPTERS = "notebooks_src/chapters"
-PLOTLY_JS = "_static/vendor/plotly/plotly.min.js"
+PLOTLY_JS = "_static/vendor/plotly/plotly-cartesian.min.js"
 MARKUP = "<img src=x onerror=alert(1)>"
 
 # Where a control is, in viewport coordinates, after scrolling it into view. Controls are
