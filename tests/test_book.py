@@ -157,6 +157,22 @@ def test_the_theme_icon_script_is_not_loaded(html_dir):
         assert not any("fontawesome.js" in s for s in scripts), page.name
 
 
+def test_the_icon_font_subset_has_every_icon_the_pages_use(html_dir):
+    from fontTools.ttLib import TTFont
+
+    icons = html_dir / "_static" / "vendor" / "fontawesome"
+    subset = set(TTFont(icons / "webfonts" / "fa-solid-900.subset.woff").getBestCmap())
+    full = set(TTFont(icons / "webfonts" / "fa-solid-900.ttf").getBestCmap())
+    assert 10 < len(subset) < len(full) / 10
+    theme_css = (html_dir / "_static" / "styles" / "pydata-sphinx-theme.css").read_text()
+    for page in pages(html_dir):
+        for name in set(re.findall(r'class="[^"]*\bfa-solid\b[^"]*"', page.read_text())):
+            for icon in re.findall(r"\bfa-([a-z0-9-]+)", name):
+                rule = re.search(rf'\.fa-{icon}:before[^{{]*\{{content:"\\([0-9a-f]+)"', theme_css)
+                if rule:  # a modifier such as fa-lg has no glyph
+                    assert int(rule.group(1), 16) in subset, (page.name, icon)
+
+
 def test_every_explorer_has_a_caption_and_a_text_alternative(html_dir):
     texts = yaml.safe_load((ROOT / "book" / "explorers.yml").read_text())
     found = set()

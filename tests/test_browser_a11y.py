@@ -132,6 +132,16 @@ def test_every_page_is_within_the_weight_budget(weights):
     assert not problems, page_weights.table(rows) + "\n" + "\n".join(problems)
 
 
+def test_no_page_loads_the_full_icon_font_or_script(weights):
+    rows, _ = weights
+    for r in rows:
+        heavy = [f for f in r["fetched"] if f.endswith(("fa-solid-900.woff2", "fontawesome.js"))]
+        assert not heavy, (r["page"], heavy)
+        assert "_static/vendor/fontawesome/webfonts/fa-solid-900.subset.woff" in r["fetched"] or (
+            r["page"] == "index.html"  # a redirect to the first page
+        ), r["page"]
+
+
 def test_shared_assets_are_cached_across_pages(weights):
     rows, _ = weights
     # Sanity of the measure itself: a first visit costs more than the next page everywhere.

@@ -8,8 +8,11 @@ Each library comes from an installed, pinned package and is copied into
 - plotly.js from npm's ``plotly.js-cartesian-dist-min``: the partial bundle with the trace types
   the explorers draw (heatmap, scatter, bar), a third of the full bundle's size, at the version
   the Python ``plotly`` package bundles (checked at the start of a build);
-- Font Awesome's stylesheet and webfonts from npm's ``@fortawesome/fontawesome-free``, in place
-  of the theme's 1.5 MB icon script (see ``book/_templates/static/webpack-macros.html``).
+- the theme's icon font, cut down to the icons the book shows: the theme's stylesheet already
+  draws Font Awesome icons with its webfont, so its 1.5 MB icon script (which swaps each icon
+  for an SVG) is not loaded (``book/_templates/static/webpack-macros.html``), and its 156 KB
+  ``fa-solid-900.woff2`` is replaced by a subset of the same font (fontTools, from the theme's
+  own ``.ttf``) holding the glyphs that the pages, the theme's scripts and its stylesheets use.
 
 npm packages are pinned in ``package.json`` / ``package-lock.json`` and installed into
 ``node_modules/`` by ``make book`` (``npm ci``). They are deliberately *not* in the source
@@ -52,15 +55,19 @@ MATHJAX_PARTS = (
 )
 PLOTLY_PACKAGE = "plotly.js-cartesian-dist-min"
 PLOTLY_JS = f"{VENDOR}/plotly/plotly-cartesian.min.js"
-FONTAWESOME_PACKAGE = "@fortawesome/fontawesome-free"
-# What the stylesheets linked by book/_templates/static/webpack-macros.html need.
-FONTAWESOME_FILES = (
-    "LICENSE.txt",
-    "css/fontawesome.min.css",
-    "css/solid.min.css",
-    "webfonts/fa-solid-900.woff2",
-    "webfonts/fa-solid-900.ttf",
+ICON_DIR = f"{VENDOR}/fontawesome"
+ICON_SUBSET = "webfonts/fa-solid-900.subset.woff"
+ICON_CSS = f"{ICON_DIR}/solid-subset.css"
+# Declared after the theme's stylesheet, this @font-face takes the place of the theme's for the
+# same family and weight, so browsers fetch the subset and not the full font.
+ICON_FACE = (
+    '@font-face{font-display:block;font-family:"Font Awesome 6 Free";font-style:normal;'
+    f'font-weight:900;src:url({ICON_SUBSET}) format("woff")}}\n'
 )
+# Font Awesome's class rules as the theme's stylesheet carries them: .fa-x:before{content:"\f002"}
+_ICON_RULE = re.compile(r'([^{}]+)\{content:"\\([0-9a-fA-F]{4,5})"\}')
+_ICON_CLASS = re.compile(r"\bfa-([a-z0-9-]+)")
+_PRIVATE_USE = re.compile(r"\\([eEfF][0-9a-fA-F]{3})\b|([\ue000-\uf8ff])")
 # sha256 of pydata-sphinx-theme 0.17.1's static/webpack-macros.html, the file our override in
 # book/_templates/static/ was made from. Another theme release must be looked at again.
 THEME_MACROS_SHA256 = "b1f893e4416c7cc7cf9ed5f2e7a46cf9f94f653cd8c848138bf45a2fda166f67"
@@ -124,12 +131,58 @@ def _copy_assets(app: Sphinx, exception: Exception | None) -> None:
     plotly_to.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(plotly_dir / "plotly-cartesian.min.js", plotly_to)
     shutil.copy2(plotly_dir / "LICENSE", plotly_to.parent / "LICENSE")
-    fontawesome_dir, _ = _npm_package(app, FONTAWESOME_PACKAGE)
-    for name in FONTAWESOME_FILES:
-        dst = static / "fontawesome" / name
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(fontawesome_dir / name, dst)
-    logger.info("offline_assets: copied MathJax, plotly.js and Font Awesome into %s", static)
+    _subset_icon_font(Path(app.outdir))
+    logger.info("offline_assets: copied MathJax and plotly.js, cut the icon font, in %s", static)
+
+
+def icon_codepoints(outdir: Path) -> set[int]:
+    """The Font Awesome code points the built book can show.
+
+    Those of every ``fa-<name>`` class in the pages and the theme's scripts, and every
+    private-use character the stylesheets use outside Font Awesome's own class list (the theme's
+    icons for admonitions, links and so on).
+    """
+    static = outdir / "_static"
+    by_name: dict[str, int] = {}
+    stylesheet_codes: set[int] = set()
+    for css in static.rglob("*.css"):
+        if VENDOR in css.relative_to(static).parts:
+            continue
+        text = css.read_text(encoding="utf-8", errors="replace")
+        for selectors, code in _ICON_RULE.findall(text):
+            for selector in selectors.split(","):
+                name = selector.strip()
+                if name.startswith(".fa-") and name.endswith(":before"):
+                    by_name[name[4:-7]] = int(code, 16)
+        rest = _ICON_RULE.sub("", text)
+        for escaped, literal in _PRIVATE_USE.findall(rest):
+            stylesheet_codes.add(int(escaped, 16) if escaped else ord(literal))
+    names: set[str] = set()
+    sources = [p for p in outdir.rglob("*.html") if "_sources" not in p.parts]
+    sources += [
+        p
+        for p in static.rglob("*.js")
+        if VENDOR not in p.relative_to(static).parts and p.name != "fontawesome.js"
+    ]
+    for path in sources:
+        names |= set(_ICON_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return stylesheet_codes | {by_name[n] for n in names if n in by_name}
+
+
+def _subset_icon_font(outdir: Path) -> None:
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    icons = outdir / "_static" / ICON_DIR
+    font = TTFont(icons / "webfonts" / "fa-solid-900.ttf")
+    options = subset.Options()
+    options.flavor = "woff"  # zlib: WOFF2 would need the brotli module
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=icon_codepoints(outdir))
+    subsetter.subset(font)
+    font.flavor = "woff"
+    font.save(icons / ICON_SUBSET)
+    (outdir / "_static" / ICON_CSS).write_text(ICON_FACE, encoding="utf-8")
 
 
 def _plotly_where_needed(app: Sphinx, pagename, templatename, context, doctree) -> None:
@@ -154,7 +207,6 @@ def _check_sources(app: Sphinx) -> None:
             f"bundles plotly.js {python_version}; pin {PLOTLY_PACKAGE} to {python_version} in "
             "package.json and run `npm install` to update package-lock.json"
         )
-    _npm_package(app, FONTAWESOME_PACKAGE)
     theme_macros = (
         _package_dir("pydata_sphinx_theme")
         / "theme"
