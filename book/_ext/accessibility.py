@@ -73,7 +73,8 @@ def explorer_figure(div_id: str, fragment: str, entry: dict) -> str:
         f"{escape(entry['caption'])}</figcaption>\n"
         '<details class="explorer-text"><summary>Text description of the explorer</summary>\n'
         f'<div id="{text}"><p>{escape(entry["shows"])}</p>\n'
-        f"<p><strong>How to use it:</strong> {escape(entry['operate'])}</p></div>\n"
+        f"<p><strong>How to use it:</strong> {escape(entry['operate'])} From the keyboard, "
+        "the menus under the figure do the same as its controls.</p></div>\n"
         "</details>\n</figure>\n"
     )
 
