@@ -7,6 +7,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Front-end packages (plotly.js, Font Awesome, axe-core for the tests) from npm, pinned in
+# package-lock.json; the build copies what pages need into _build/html/_static/vendor/.
+NODE_STAMP := node_modules/.installed
 BUILD  := _build
 PORT   ?= 8000
 
@@ -21,7 +24,7 @@ export PYTHONHASHSEED := 0
 # unchanged pages are re-read) whenever that hash differs from the last successful build's.
 LIB_HASH = $$(find lib -name '*.py' -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 
-.PHONY: help venv book test lint notebooks serve clean print-lib-hash bench bench-library bench-book
+.PHONY: help venv node book test lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
@@ -32,6 +35,7 @@ help:
 	@echo "make bench-library  the library against PyTorch/transformers: medians and ratios"
 	@echo "make bench-book     cold, no-change and one-page-changed builds; each page's run time;"
 	@echo "                    each chapter's words of prose (after make book)"
+	@echo "make bench-weights  compressed bytes each built page downloads (first visit, next page)"
 	@echo "make clean      remove _build/ and notebooks/ (keeps .venv)"
 
 venv: $(STAMP)
@@ -42,7 +46,14 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
 	@touch $(STAMP)
 
-book: $(STAMP)
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the book needs Node.js 18+ and npm (e.g. apt-get install nodejs npm) to install the front-end packages in package.json"; exit 1; }
+	npm ci --no-audit --no-fund --ignore-scripts
+	@touch $(NODE_STAMP)
+
+book: $(STAMP) $(NODE_STAMP)
 	@mkdir -p $(BUILD)
 	@hash=$(LIB_HASH); if [ "$$(cat $(BUILD)/.lib-hash 2>/dev/null)" != "$$hash" ]; then \
 	  echo "lib/ changed since the last build: clearing the execution cache so every page re-runs"; \
@@ -74,9 +85,13 @@ bench: bench-library bench-book
 bench-library: $(STAMP)
 	$(BIN)/python benchmarks/library.py
 
-bench-book: book
+bench-book: book $(NODE_STAMP)
 	$(BIN)/python benchmarks/book.py
 	$(BIN)/python benchmarks/word_counts.py
+
+# Compressed bytes each built page downloads, first visit and next page (needs `make book`).
+bench-weights: $(STAMP)
+	$(BIN)/python benchmarks/page_weights.py
 
 serve:
 	@test -d $(BUILD)/html || { echo "no _build/html yet: run 'make book' first"; exit 1; }

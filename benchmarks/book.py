@@ -76,6 +76,8 @@ def main() -> None:
                 shutil.copytree(source, copy / name)
             else:
                 shutil.copy2(source, copy / name)
+        # The front-end packages `make book` installed (plotly.js, Font Awesome), not copied.
+        (copy / "node_modules").symlink_to(ROOT / "node_modules", target_is_directory=True)
         timings = []
         print(f"building in {copy} (the library is imported from the installed attention_lab)")
         for label, prepare in [

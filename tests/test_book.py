@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 from html.parser import HTMLParser
@@ -97,12 +98,12 @@ def test_every_local_resource_exists(html_dir):
 
 def test_mathjax_is_served_from_the_book(html_dir):
     es5 = html_dir / "_static" / "vendor" / "mathjax" / "es5"
-    assert (es5 / "tex-chtml.js").is_file()
+    assert (es5 / "startup.js").is_file()
     assert any((es5 / "output" / "chtml" / "fonts" / "woff-v2").glob("*.woff"))
     chapter = html_dir / "notebooks_src/chapters/02_scaled_dot_product_attention.html"
     scripts = parse(chapter).scripts
     # Sphinx appends ?v=<checksum> once the file exists in the output from an earlier build.
-    assert any(s.split("?")[0].endswith("vendor/mathjax/es5/tex-chtml.js") for s in scripts)
+    assert any(s.split("?")[0].endswith("vendor/mathjax/es5/startup.js") for s in scripts)
 
 
 def test_vendored_trees_do_not_add_scripts_to_every_page(html_dir):
@@ -116,7 +117,7 @@ def test_vendored_trees_do_not_add_scripts_to_every_page(html_dir):
 
 
 def test_plotly_js_only_on_pages_with_plotly_figures(html_dir):
-    assert (html_dir / "_static" / "vendor" / "plotly" / "plotly.min.js").is_file()
+    assert (html_dir / "_static" / "vendor" / "plotly" / "plotly-cartesian.min.js").is_file()
     for page in pages(html_dir):
         text = page.read_text(encoding="utf-8")
         loads_plotly = any("plotly" in s for s in parse(page).scripts)
@@ -129,6 +130,71 @@ def test_every_figure_has_alt_text(html_dir):
             if "logo" in (img.get("class") or ""):
                 continue
             assert (img.get("alt") or "").strip(), f"{f}: image {img.get('src')} has no alt text"
+
+
+def test_front_end_packages_match_the_lock_and_plotly_python(html_dir):
+    # package.json pins exactly; the plotly.js bundle is the version plotly (Python) bundles.
+    package = json.loads((ROOT / "package.json").read_text())
+    lock = json.loads((ROOT / "package-lock.json").read_text())
+    for name, version in {**package["dependencies"], **package["devDependencies"]}.items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), (name, version)
+        assert lock["packages"][f"node_modules/{name}"]["version"] == version, name
+    import plotly
+
+    bundled = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    python_js = re.search(r"plotly\.js v(\S+)", bundled.read_text()[:300]).group(1)
+    assert package["dependencies"]["plotly.js-cartesian-dist-min"] == python_js
+    served = html_dir / "_static" / "vendor" / "plotly" / "plotly-cartesian.min.js"
+    assert f"v{python_js}" in served.read_text()[:300]
+
+
+def test_the_theme_icon_script_is_not_loaded(html_dir):
+    for page in pages(html_dir):
+        scripts = parse(page).scripts
+        assert not any("fontawesome.js" in s for s in scripts), page.name
+
+
+def test_the_icon_font_subset_has_every_icon_the_pages_use(html_dir):
+    from fontTools.ttLib import TTFont
+
+    icons = html_dir / "_static" / "vendor" / "fontawesome"
+    subset = set(TTFont(icons / "webfonts" / "fa-solid-900.subset.woff").getBestCmap())
+    full = set(TTFont(icons / "webfonts" / "fa-solid-900.ttf").getBestCmap())
+    assert 10 < len(subset) < len(full) / 10
+    theme_css = (html_dir / "_static" / "styles" / "pydata-sphinx-theme.css").read_text()
+    for page in pages(html_dir):
+        for name in set(re.findall(r'class="[^"]*\bfa-solid\b[^"]*"', page.read_text())):
+            for icon in re.findall(r"\bfa-([a-z0-9-]+)", name):
+                rule = re.search(rf'\.fa-{icon}:before[^{{]*\{{content:"\\([0-9a-f]+)"', theme_css)
+                if rule:  # a modifier such as fa-lg has no glyph
+                    assert int(rule.group(1), 16) in subset, (page.name, icon)
+
+
+def test_every_explorer_has_a_caption_and_a_text_alternative(html_dir):
+    texts = yaml.safe_load((ROOT / "book" / "explorers.yml").read_text())
+    found = set()
+    for page in pages(html_dir):
+        text = page.read_text(encoding="utf-8")
+        for div_id in re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', text):
+            found.add(div_id)
+            figure = re.search(
+                rf'<figure class="explorer" aria-labelledby="{div_id}-caption" '
+                rf'aria-describedby="{div_id}-text">.*?</figure>',
+                text,
+                re.DOTALL,
+            )
+            assert figure, f"{page.name}: {div_id} is not in a captioned figure"
+            assert f'id="{div_id}"' in figure.group(0)
+            assert texts[div_id]["operate"].split()[0] in figure.group(0)
+    assert found == set(texts), "book/explorers.yml lists exactly the explorers in the book"
+
+
+def test_accessible_markup_for_folded_cells_and_citations(html_dir):
+    chapter = (html_dir / "notebooks_src/chapters/02_scaled_dot_product_attention.html").read_text()
+    assert "<summary>" in chapter and 'aria-label="Toggle hidden content"' not in chapter
+    bibliography = (html_dir / "book" / "bibliography.html").read_text()
+    assert 'role="list" class="citation-list"' in bibliography
+    assert 'role="listitem"' in bibliography and "doc-biblioentry" not in bibliography
 
 
 def lib_hash() -> str:

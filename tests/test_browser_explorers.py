@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_lab import interactive
 from conftest import SCREENSHOTS, missing
@@ -24,7 +25,7 @@ from conftest import SCREENSHOTS, missing
 pytestmark = pytest.mark.browser
 
 CHAPTERS = "notebooks_src/chapters"
-PLOTLY_JS = "_static/vendor/plotly/plotly.min.js"
+PLOTLY_JS = "_static/vendor/plotly/plotly-cartesian.min.js"
 MARKUP = "<img src=x onerror=alert(1)>"
 
 # Where a control is, in viewport coordinates, after scrolling it into view. Controls are
@@ -69,6 +70,10 @@ _SLIDER_STEP = """([id, label]) => {
     }
   }
   return null;
+}"""
+_ACTIVE_LABEL = """([id, menu, label]) => {
+  const m = document.getElementById(id).layout.updatemenus[menu];
+  return m.buttons[m.active ?? 0].label === label;
 }"""
 _RENDERED = """(id) => {
   const gd = document.getElementById(id);
@@ -117,22 +122,25 @@ class Reader:
         )
 
     def click_button(self, div_id: str, menu: int, label: str) -> None:
-        where = self.page.evaluate(_MENU_BUTTON, [div_id, menu, label])
-        assert where, f"{div_id}: no button {label!r} in menu {menu}"
-        dropdown = where.get("dropdown")
-        if dropdown:
+        # plotly.js animates a dropdown opening and closing; on a busy machine a click that
+        # lands mid-animation is dropped. So a click counts once the menu shows the button as
+        # active, and is repeated (at most three times) if it does not.
+        for _ in range(3):
+            where = self.page.evaluate(_MENU_BUTTON, [div_id, menu, label])
+            assert where, f"{div_id}: no button {label!r} in menu {menu}"
+            if where.get("dropdown"):
+                self.page.mouse.click(where["x"], where["y"])
+                self.page.wait_for_timeout(300)
+                where = self.page.evaluate(_DROPDOWN_ENTRY, [div_id, label])
+                assert where, f"{div_id}: no dropdown entry {label!r}"
             self.page.mouse.click(where["x"], where["y"])
-            self.page.wait_for_timeout(200)
-            where = self.page.evaluate(_DROPDOWN_ENTRY, [div_id, label])
-            assert where, f"{div_id}: no dropdown entry {label!r}"
-        self.page.mouse.click(where["x"], where["y"])
-        self.page.wait_for_timeout(200)
-        if dropdown:
-            # The open list covers the controls below it until plotly.js has folded it away.
-            self.page.wait_for_function(
-                "(id) => !document.getElementById(id).querySelector('.updatemenu-dropdown-button')",
-                arg=div_id,
-            )
+            try:
+                self.page.wait_for_function(_ACTIVE_LABEL, arg=[div_id, menu, label], timeout=3_000)
+            except PlaywrightTimeout:
+                continue
+            self.page.wait_for_timeout(300)  # let the closing dropdown finish
+            return
+        raise AssertionError(f"{div_id}: clicking {label!r} in menu {menu} did not select it")
 
     def click_step(self, div_id: str, label: str) -> None:
         where = self.page.evaluate(_SLIDER_STEP, [div_id, label])

@@ -40,6 +40,13 @@ def check_feedback(feedback, expected_class: str, text: str) -> None:
     classes = feedback.get_attribute("class").split()
     assert expected_class in classes, f"feedback is {classes}, expected {expected_class}"
     assert feedback.is_visible()
+    # Not by colour alone: a tick or a cross before the feedback, spoken as a word.
+    marker = feedback.evaluate("(el) => getComputedStyle(el, '::before').content")
+    symbol, spoken = (
+        ("\u2713", "Correct.") if expected_class == "correct" else ("\u2717", "Incorrect.")
+    )
+    assert symbol in marker and spoken in marker, marker
+    assert feedback.get_attribute("role") == "status"
     shown = plain(text)
     if shown is not None:
         assert feedback.inner_text().strip() == shown.strip()
@@ -94,6 +101,10 @@ def test_quiz_renders_and_grades_in_the_static_page(quiz_file, browser, server, 
         else:
             box = wrapper.locator("input.Input-text")
             assert box.count() == 1
+            # The field is named by its label and described by its question.
+            assert box.evaluate("(b) => b.labels.length") == 1
+            described = box.get_attribute("aria-describedby")
+            assert described and wrapper.locator(f"#{described}").inner_text().strip()
             wrong = next((a for a in question["answers"] if a.get("correct") is False), None)
             if wrong is not None:
                 type_number(page, box, a_number_in(wrong))

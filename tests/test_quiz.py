@@ -136,3 +136,18 @@ def test_show_quiz_displays_html_then_javascript(tmp_path):
     assert len(data) == 2
     assert data[0]["text/html"].startswith('<div id="quiz_05_masks"')
     assert "show_questions(questionsquiz_05_masks" in data[1]["application/javascript"]
+
+
+def test_feedback_is_marked_by_symbol_and_fields_are_labelled():
+    html, script = quiz_html_and_script(GOOD, "q")
+    # Right and wrong shown by a tick and a cross (spoken as words), not by colour alone.
+    assert '#quiz_q .Feedback.correct::before { content: "\\2713\\00a0" / "Correct. "; }' in html
+    assert (
+        '#quiz_q .Feedback.incorrect::before { content: "\\2717\\00a0" / "Incorrect. "; }' in html
+    )
+    # After jupyterquiz has drawn the quiz, its fields get their labels and feedback a status role.
+    assert script.index("show_questions(questionsquiz_q") < script.index(
+        'label(document.getElementById("quiz_q"))'
+    )
+    assert "text.htmlFor = input.id" in script
+    assert 'feedback.setAttribute("role", "status")' in script

@@ -211,9 +211,10 @@ def quiz_html_and_script(questions: list[dict], name: str) -> tuple[str, str]:
         )
         + "</div>\n"
         + build_styles(div_id, _COLOURS)
+        + _ACCESSIBLE_STYLES.replace("#QUIZ", f"#{div_id}")
     )
     quiz = build_script(prefix, static, url, div_id, load_js=True)
-    script = _DEFERRED.replace("/*QUIZ*/", quiz)
+    script = _DEFERRED.replace("/*QUIZ*/", quiz).replace("/*ID*/", json.dumps(div_id))
     return html, script
 
 
@@ -256,6 +257,23 @@ _COLOURS = {
     "--jq-link-color": "#9abafa",
 }
 
+# Right and wrong are not told by colour alone: a tick or a cross before the feedback and before
+# the chosen answer, read out as "Correct." / "Incorrect." (the text after the slash is what
+# assistive technology says in place of the symbol). The book's theme also draws a focus ring on
+# the hidden radio button's answer so the quiz can be followed from the keyboard.
+_ACCESSIBLE_STYLES = """<style>
+#QUIZ .Feedback.correct::before { content: "\\2713\\00a0" / "Correct. "; }
+#QUIZ .Feedback.incorrect::before { content: "\\2717\\00a0" / "Incorrect. "; }
+#QUIZ .MCButton.correctButton > span:first-of-type::before {
+  content: "\\2713\\00a0" / "Correct: ";
+}
+#QUIZ .MCButton.incorrectButton > span:first-of-type::before {
+  content: "\\2717\\00a0" / "Incorrect: ";
+}
+#QUIZ .MCButton:focus-within { outline: 3px solid #1a56db; outline-offset: 2px; }
+</style>
+"""
+
 # Runs jupyterquiz's script (in place of /*QUIZ*/) once the page has loaded and MathJax, if the
 # page has it, is ready; in a notebook, where the page has long loaded, at once. jupyterquiz's
 # code, inlined here, reads a global MathJax: where that is no MathJax able to typeset (JupyterLab
@@ -267,6 +285,52 @@ _DEFERRED = """(function () {
     var MathJax = window.MathJax && typeof window.MathJax.typeset === "function"
       ? window.MathJax : undefined;
 /*QUIZ*/
+    label(document.getElementById(/*ID*/));
+  }
+  // jupyterquiz's numeric field has a <label> that is not tied to it, and its feedback appears
+  // silently: tie the label to the field, describe the field by its question, and make each
+  // feedback a status message that screen readers announce when it changes.
+  function readable(element) {
+    var mj = window.MathJax, tex = new Map();
+    if (mj && mj.startup && mj.startup.document && mj.startup.document.getMathItemsWithin) {
+      mj.startup.document.getMathItemsWithin(element).forEach(function (item) {
+        tex.set(item.typesetRoot, item.math);
+      });
+    }
+    function text(node) {
+      if (tex.has(node)) return tex.get(node);
+      if (node.nodeType === 3) return node.textContent;
+      if (node.nodeType !== 1 || node.tagName === "INPUT") return "";
+      return Array.prototype.map.call(node.childNodes, text).join("");
+    }
+    return text(element).replace(/\\s+/g, " ").trim();
+  }
+  function label(quiz) {
+    if (!quiz) return;
+    quiz.querySelectorAll(".Quiz").forEach(function (wrapper) {
+      var question = wrapper.querySelector("[id^='quizQn']");
+      var answers = wrapper.querySelector(".Answer");
+      if (question && answers && answers.querySelector("input[type='radio']")) {
+        answers.setAttribute("role", "radiogroup");
+        answers.setAttribute("aria-labelledby", question.id);
+      }
+      // An answer that is all math ("$T^2$") has no text a screen reader can name the radio
+      // button by once MathJax has drawn it: name it by its TeX source instead.
+      wrapper.querySelectorAll("label.MCButton").forEach(function (choice) {
+        var radio = choice.querySelector("input[type='radio']");
+        if (radio && choice.querySelector("mjx-container")) {
+          radio.setAttribute("aria-label", readable(choice));
+        }
+      });
+      wrapper.querySelectorAll("input.Input-text").forEach(function (input) {
+        var text = input.previousElementSibling;
+        if (text && text.tagName === "LABEL") text.htmlFor = input.id;
+        if (question) input.setAttribute("aria-describedby", question.id);
+      });
+      wrapper.querySelectorAll(".Feedback").forEach(function (feedback) {
+        feedback.setAttribute("role", "status");
+      });
+    });
   }
   function whenTypesetterReady() {
     var mj = window.MathJax;
