@@ -149,9 +149,9 @@ def attention_heatmap(
         annotate = max(num_queries, num_keys) <= _ANNOTATE_MAX_SIZE
 
     if ax is None:
-        # At most 5.2 inches wide: shown near 1:1 in a laptop's content column and, scaled to
+        # At most 5.0 inches wide: shown near 1:1 in a laptop's content column and, scaled to
         # a phone's (about 350 px), its 10-point text stays above 9 px.
-        width = min(5.2, max(4.0, 2.2 + 0.4 * num_keys))
+        width = min(5.0, max(4.0, 2.2 + 0.4 * num_keys))
         height = min(7.0, max(3.2, 1.4 + 0.4 * num_queries))
         fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     else:
@@ -232,7 +232,7 @@ def head_grid(
             from 1 as in ``head_1 ... head_h`` of the paper.
         title: Title of the whole figure.
         figsize: Size of the figure in inches. By default it is sized to the grid and to the
-            matrices, at most 5.2 inches wide (the content column of a page; on a phone its
+            matrices, at most 5.0 inches wide (the content column of a page; on a phone its
             text stays above 9 px).
         cmap: Name of a matplotlib colormap. The default, ``"viridis"``, is perceptually
             uniform and readable with colour-vision deficiencies.
@@ -270,9 +270,9 @@ def head_grid(
     ncols = min(ncols, num_heads)
     nrows = -(-num_heads // ncols)  # ceiling division
     if figsize is None:
-        # Square cells; about 1.8 inches of tick labels and colour bar, 5.2 inches at most.
+        # Square cells; about 1.8 inches of tick labels and colour bar, 5.0 inches at most.
         cell = min(
-            0.35, 2.4 / max(num_queries, num_keys), (3.4 - 0.25 * ncols) / (ncols * num_keys)
+            0.35, 2.4 / max(num_queries, num_keys), (3.2 - 0.25 * ncols) / (ncols * num_keys)
         )
         width = ncols * (num_keys * cell + 0.25) + 1.8
         height = nrows * (num_queries * cell + 0.35) + 0.8 + (0.4 if title else 0.0)
@@ -409,8 +409,8 @@ def mask_image(
     )
 
     if ax is None:
-        # Square cells, plus room for the labels and the legend: at most 5.2 inches wide.
-        cell = min(0.4, 2.3 / max(num_queries, num_keys))
+        # Square cells, plus room for the labels and the legend: at most 5.0 inches wide.
+        cell = min(0.4, 2.1 / max(num_queries, num_keys))
         width = (2.9 if legend else 1.2) + cell * num_keys
         height = 1.3 + cell * num_queries
         fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
@@ -473,7 +473,7 @@ def encoding_heatmap(
         encoding: Shape ``[T, D]``, a tensor (any float dtype, any device, with or without
             grad) or an array: e.g. ``sinusoidal_encoding(T, D)`` or the weight of a learned
             position table.
-        ax: Axes to draw into. By default a new 5.2 x 3.4 inch figure is created.
+        ax: Axes to draw into. By default a new 5.0 x 3.4 inch figure is created.
         title: Title of the axes.
         cmap: Name of a matplotlib colormap. The default, ``"RdBu_r"`` (blue negative, red
             positive), is a diverging map readable with the common colour-vision deficiencies.
@@ -493,7 +493,7 @@ def encoding_heatmap(
     # An all-zero encoding still gets a usable, centred scale.
     limit = largest if 0.0 < largest < np.inf else 1.0
     if ax is None:
-        fig, ax = plt.subplots(figsize=(5.2, 3.4), layout="constrained")
+        fig, ax = plt.subplots(figsize=(5.0, 3.4), layout="constrained")
     else:
         fig = ax.figure
     image = ax.imshow(array, cmap=cmap, vmin=-limit, vmax=limit, aspect="auto")
