@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import shutil
 import tempfile
@@ -35,6 +36,84 @@ def html_dir() -> Path:
     if not (HTML / "index.html").is_file():
         missing("the book is not built: run `make book` first")
     return HTML
+
+
+# Put before a learner notebook's first cell when the tests execute it: for every PNG the kernel
+# renders (a figure shown by plt.show() or glued), it records the dpi it was rendered at and the
+# font size in points of every text matplotlib drew into it, keyed by the PNG's SHA-256. It only
+# observes: the figures come out byte for byte as without it.
+FIGURE_TEXT_RECORDER = """\
+import hashlib, json
+import matplotlib.backend_bases, matplotlib.text
+
+def _record_figure_text(path):
+    drawn = []
+    text_draw = matplotlib.text.Text.draw
+    print_figure = matplotlib.backend_bases.FigureCanvasBase.print_figure
+
+    def draw(self, renderer):
+        # Text.draw itself skips invisible and empty texts; so do we.
+        if self.get_visible() and self.get_text().strip():
+            drawn.append(float(self.get_fontsize()))
+        return text_draw(self, renderer)
+
+    def print_png(self, filename, *args, **kwargs):
+        drawn.clear()
+        result = print_figure(self, filename, *args, **kwargs)
+        if kwargs.get("format") == "png" and hasattr(filename, "getvalue"):
+            record = {
+                "sha256": hashlib.sha256(filename.getvalue()).hexdigest(),
+                "dpi": float(kwargs.get("dpi") or self.figure.dpi),
+                "sizes": sorted(set(drawn)),
+            }
+            with open(path, "a") as file:
+                file.write(json.dumps(record) + "\\n")
+        return result
+
+    matplotlib.text.Text.draw = draw
+    matplotlib.backend_bases.FigureCanvasBase.print_figure = print_png
+
+_record_figure_text(RECORD_PATH)
+del _record_figure_text
+"""
+
+
+@pytest.fixture(scope="session")
+def executed_notebook(tmp_path_factory):
+    """Run a notebook as a learner would (nbclient, offline, in its own folder), once per session.
+
+    Returns the executed notebook; its ``metadata["figure_text"]`` maps each PNG's SHA-256 to the
+    dpi it was rendered at and the font sizes (points) of the texts drawn into it.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    cache: dict[Path, nbformat.NotebookNode] = {}
+    records = tmp_path_factory.mktemp("figure-text")
+
+    def run(path: Path) -> nbformat.NotebookNode:
+        if path not in cache:
+            nb = nbformat.read(path, as_version=4)
+            log = records / f"{len(cache)}.jsonl"
+            source = FIGURE_TEXT_RECORDER.replace("RECORD_PATH", repr(str(log)))
+            recorder = nbformat.v4.new_code_cell(source)
+            nb.cells.insert(0, recorder)
+            client = NotebookClient(
+                nb,
+                timeout=600,
+                kernel_name="python3",
+                allow_errors=True,  # errors are checked by the tests, with the cell that raised
+                resources={"metadata": {"path": str(path.parent)}},
+            )
+            client.execute()
+            nb.cells.remove(recorder)
+            lines = log.read_text().splitlines() if log.exists() else []
+            found = [json.loads(line) for line in lines]
+            nb.metadata["figure_text"] = {r["sha256"]: r for r in found}
+            cache[path] = nb
+        return cache[path]
+
+    return run
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from conftest import HTML, ROOT
 
@@ -98,26 +97,9 @@ def page_figures(page: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def executed(html_dir):
+def executed(executed_notebook):
     """Each page's learner notebook, executed once in its own folder, keyed by source."""
-    cache: dict[Path, nbformat.NotebookNode] = {}
-
-    def run(source: Path) -> nbformat.NotebookNode:
-        if source not in cache:
-            path = notebook_of(source)
-            nb = nbformat.read(path, as_version=4)
-            client = NotebookClient(
-                nb,
-                timeout=600,
-                kernel_name="python3",
-                allow_errors=True,  # errors are checked below, with the cell that raised them
-                resources={"metadata": {"path": str(path.parent)}},
-            )
-            client.execute()
-            cache[source] = nb
-        return cache[source]
-
-    return run
+    return lambda source: executed_notebook(notebook_of(source))
 
 
 def _outputs(nb):

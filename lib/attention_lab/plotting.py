@@ -149,8 +149,10 @@ def attention_heatmap(
         annotate = max(num_queries, num_keys) <= _ANNOTATE_MAX_SIZE
 
     if ax is None:
-        width = min(12.0, max(4.5, 2.5 + 0.65 * num_keys))
-        height = min(10.0, max(3.5, 1.5 + 0.55 * num_queries))
+        # At most 5.0 inches wide: shown near 1:1 in a laptop's content column and, scaled to
+        # a phone's (about 350 px), its 10-point text stays above 9 px.
+        width = min(5.0, max(4.0, 2.2 + 0.4 * num_keys))
+        height = min(7.0, max(3.2, 1.4 + 0.4 * num_queries))
         fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     else:
         fig = ax.figure
@@ -164,7 +166,7 @@ def attention_heatmap(
         square=True,
         annot=annotate,
         fmt=".2f",
-        annot_kws={"fontsize": 9},
+        annot_kws={"fontsize": 10},
         # Without tokens, seaborn labels positions and thins the ticks of long sequences.
         xticklabels="auto" if col_labels is None else col_labels,
         yticklabels="auto" if row_labels is None else row_labels,
@@ -230,7 +232,8 @@ def head_grid(
             counts heads and layers from 0, as the tensors index them.
         title: Title of the whole figure.
         figsize: Size of the figure in inches. By default it is sized to the grid and to the
-            matrices, at most 10 inches wide.
+            matrices, at most 5.0 inches wide (the content column of a page; on a phone its
+            text stays above 9 px).
         cmap: Name of a matplotlib colormap. The default, ``"viridis"``, is perceptually
             uniform and readable with colour-vision deficiencies.
 
@@ -267,9 +270,9 @@ def head_grid(
     ncols = min(ncols, num_heads)
     nrows = -(-num_heads // ncols)  # ceiling division
     if figsize is None:
-        # Square cells; about 1.8 inches of tick labels and colour bar, 10 inches at most.
+        # Square cells; about 1.8 inches of tick labels and colour bar, 5.0 inches at most.
         cell = min(
-            0.35, 2.4 / max(num_queries, num_keys), (8.2 - 0.25 * ncols) / (ncols * num_keys)
+            0.35, 2.4 / max(num_queries, num_keys), (3.2 - 0.25 * ncols) / (ncols * num_keys)
         )
         width = ncols * (num_keys * cell + 0.25) + 1.8
         height = nrows * (num_queries * cell + 0.35) + 0.8 + (0.4 if title else 0.0)
@@ -406,10 +409,10 @@ def mask_image(
     )
 
     if ax is None:
-        # Square cells of at most half an inch, plus room for the labels and the legend.
-        cell = min(0.5, 6.5 / max(num_queries, num_keys))
-        width = (3.4 if legend else 1.4) + cell * num_keys
-        height = 1.4 + cell * num_queries
+        # Square cells, plus room for the labels and the legend: at most 5.0 inches wide.
+        cell = min(0.4, 2.1 / max(num_queries, num_keys))
+        width = (2.9 if legend else 1.2) + cell * num_keys
+        height = 1.3 + cell * num_queries
         fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
     else:
         fig = ax.figure
@@ -470,7 +473,7 @@ def encoding_heatmap(
         encoding: Shape ``[T, D]``, a tensor (any float dtype, any device, with or without
             grad) or an array: e.g. ``sinusoidal_encoding(T, D)`` or the weight of a learned
             position table.
-        ax: Axes to draw into. By default a new 9 x 4 inch figure is created.
+        ax: Axes to draw into. By default a new 5.0 x 3.4 inch figure is created.
         title: Title of the axes.
         cmap: Name of a matplotlib colormap. The default, ``"RdBu_r"`` (blue negative, red
             positive), is a diverging map readable with the common colour-vision deficiencies.
@@ -490,7 +493,7 @@ def encoding_heatmap(
     # An all-zero encoding still gets a usable, centred scale.
     limit = largest if 0.0 < largest < np.inf else 1.0
     if ax is None:
-        fig, ax = plt.subplots(figsize=(9.0, 4.0), layout="constrained")
+        fig, ax = plt.subplots(figsize=(5.0, 3.4), layout="constrained")
     else:
         fig = ax.figure
     image = ax.imshow(array, cmap=cmap, vmin=-limit, vmax=limit, aspect="auto")
