@@ -126,13 +126,10 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def fetched_files(context, base: str, html_dir: Path, page: str) -> tuple[set[Path], list[str]]:
-    """Open ``page`` in a new tab; return the local files it fetched or references, and the
-    references to files that do not exist."""
-    requested: list[str] = []
+def local_tab(context, base: str):
+    """A new tab whose requests reach only the local server ``base`` (others are aborted)."""
     tab = context.new_page()
     tab.set_default_timeout(120_000)
-    tab.on("request", lambda request: requested.append(request.url))
     tab.route(
         "**/*",
         lambda route: (
@@ -141,6 +138,15 @@ def fetched_files(context, base: str, html_dir: Path, page: str) -> tuple[set[Pa
             else route.abort()
         ),
     )
+    return tab
+
+
+def fetched_files(context, base: str, html_dir: Path, page: str) -> tuple[set[Path], list[str]]:
+    """Open ``page`` in a new tab; return the local files it fetched or references, and the
+    references to files that do not exist."""
+    requested: list[str] = []
+    tab = local_tab(context, base)
+    tab.on("request", lambda request: requested.append(request.url))
     tab.goto(f"{base}/{page}", wait_until="load")
     tab.wait_for_load_state("networkidle")
     # MathJax fetches its fonts once typesetting is done.

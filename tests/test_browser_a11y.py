@@ -41,19 +41,20 @@ def _page_weights():
 page_weights = _page_weights()
 
 
+def run_axe(tab) -> dict:
+    """axe-core's result for the page in ``tab``: its WCAG 2.0/2.1 A and AA violations."""
+    tab.add_script_tag(path=str(AXE))
+    return tab.evaluate(
+        "(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags},"
+        " resultTypes: ['violations']})",
+        WCAG_A_AA,
+    )
+
+
 def audit(context, base: str, page: str) -> list[dict]:
     """axe-core's WCAG A/AA violations on ``page``, after its scripts have run."""
-    tab = context.new_page()
-    tab.set_default_timeout(120_000)
     # Nothing leaves the machine (test_browser.py checks that no page tries).
-    tab.route(
-        "**/*",
-        lambda route: (
-            route.continue_()
-            if route.request.url.startswith((base, "data:", "blob:", "about:"))
-            else route.abort()
-        ),
-    )
+    tab = page_weights.local_tab(context, base)
     try:
         tab.goto(f"{base}/{page}", wait_until="load")
         tab.wait_for_load_state("networkidle")
@@ -63,12 +64,7 @@ def audit(context, base: str, page: str) -> list[dict]:
             "() => [...document.querySelectorAll('[id^=quiz_]')]"
             ".every((q) => q.querySelector('.Quiz'))"
         )
-        tab.add_script_tag(path=str(AXE))
-        result = tab.evaluate(
-            "(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags},"
-            " resultTypes: ['violations']})",
-            WCAG_A_AA,
-        )
+        result = run_axe(tab)
     finally:
         tab.close()
     return [
@@ -107,12 +103,7 @@ def test_axe_catches_an_unlabelled_field(browser, server, axe_available):
     try:
         tab.goto(f"{server}/search.html", wait_until="load")
         tab.evaluate("() => document.body.append(document.createElement('input'))")
-        tab.add_script_tag(path=str(AXE))
-        ids = tab.evaluate(
-            "(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags}})"
-            ".then((r) => r.violations.map((v) => v.id))",
-            WCAG_A_AA,
-        )
+        ids = [v["id"] for v in run_axe(tab)["violations"]]
     finally:
         tab.close()
     assert "label" in ids

@@ -31,6 +31,8 @@ As a script, ``python book/_ext/learner_notebooks.py OUTPUT_DIR`` writes the sam
 from __future__ import annotations
 
 import json
+import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -76,9 +78,6 @@ RAW_MYST = re.compile(r"\{(glue|numref|doc|cite|ref|eq)[\w:-]*\}`|^`{3,}\{|^:::"
 
 class ConversionError(ValueError):
     """A page that cannot become a notebook: unknown markup, a missing label, a lab without stub."""
-
-
-WorkbookError = ConversionError  # the name the lab tests know
 
 
 # --- the index: what the conversion needs from the build ----------------------------------------
@@ -201,7 +200,7 @@ class Page:
         if docname == self.docname:
             base = ""
         elif self.is_notebook(docname):
-            base = _relative(self.folder, PurePosixPath(docname)) + ".ipynb"
+            base = posixpath.relpath(docname, self.folder) + ".ipynb"
         else:
             base = f"{self.html_root}/{docname}.html"
         return f"{base}#{anchor}" if anchor else (base or "#")
@@ -221,31 +220,8 @@ class Page:
             ) from None
 
 
-def _relative(start: PurePosixPath, target: PurePosixPath) -> str:
-    up = len(start.parts) - _common(start.parts, target.parts)
-    rest = target.parts[_common(start.parts, target.parts) :]
-    return "/".join([".."] * up + list(rest))
-
-
-def _common(a: tuple, b: tuple) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
-
-
 def _resolve_doc(page: Page, target: str) -> str:
-    return str(PurePosixPath(*_normalise((page.folder / target).parts)))
-
-
-def _normalise(parts: tuple) -> list:
-    out: list = []
-    for part in parts:
-        if part == "..":
-            out.pop()
-        elif part != ".":
-            out.append(part)
-    return out
+    return posixpath.normpath(posixpath.join(str(page.folder), target))
 
 
 def _format_plain(text: str, spec: str) -> str:
@@ -332,13 +308,12 @@ def literal_include(page: Page, argument: str, options: dict) -> str:
         source_encoding = "utf-8-sig"
 
     path = (ROOT / page.folder / argument).resolve()
+    # LiteralIncludeReader applies :pyobject:, :lines: and the rest in Sphinx's own order.
     reader_options = {k: v for k, v in options.items() if k not in ("language", "caption")}
-    if "lines" in reader_options or "pyobject" in reader_options:
-        pass  # LiteralIncludeReader applies both, in Sphinx's order
     code, _ = LiteralIncludeReader(str(path), reader_options, _Config()).read()
     language = options.get("language", "python")
     caption = options.get("caption")
-    source = _relative(page.folder, PurePosixPath(path.relative_to(ROOT).as_posix()))
+    source = posixpath.relpath(path.relative_to(ROOT).as_posix(), page.folder)
     head = f"*{caption}*\n\n" if caption else f"From `{source}`:\n\n"
     return f"{head}```{language}\n{code.rstrip()}\n```"
 
@@ -563,7 +538,7 @@ def write_notebooks(index: dict, out_dir: Path, html_dir: Path, log=print) -> li
         relative = PurePosixPath(docname).relative_to(SOURCE_DIR)
         target = out_dir / relative.with_suffix(".ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
-        html_root = _relative_path(target.parent, html_dir)
+        html_root = Path(os.path.relpath(html_dir.resolve(), target.parent.resolve())).as_posix()
         notebook = convert(ROOT / f"{docname}.md", docname, index, html_root)
         nbformat.write(notebook, target)
         written.append(target)
@@ -574,12 +549,6 @@ def write_notebooks(index: dict, out_dir: Path, html_dir: Path, log=print) -> li
         shutil.copyfile(data, target)
         written.append(target)
     return written
-
-
-def _relative_path(start: Path, target: Path) -> str:
-    import os
-
-    return Path(os.path.relpath(target.resolve(), start.resolve())).as_posix()
 
 
 def build_wheel(out_dir: Path) -> Path:
