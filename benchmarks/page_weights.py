@@ -17,8 +17,9 @@ Two numbers per page:
   remains is the page's own HTML and images.
 
 The budget (tested by ``tests/test_browser_a11y.py``): every page at most
-``FIRST_VISIT_BUDGET`` bytes on a first visit (the pages in ``OVER_BUDGET`` at most their
-ceiling, with the reason stated), and the median next page at most ``NEXT_PAGE_BUDGET``.
+``FIRST_VISIT_BUDGET`` bytes on a first visit, and the median next page at most
+``NEXT_PAGE_BUDGET``. Figures are sent as 256-colour PNGs (``plotting.use_palette_png``), which
+is what brings the pages with explorers and heatmaps under the first-visit budget.
 Sizes are in bytes; KB = 1000 bytes, MB = 1000 KB.
 
 Usage: ``python benchmarks/page_weights.py [path/to/_build/html]`` prints the table and writes it
@@ -47,23 +48,6 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 FIRST_VISIT_BUDGET = 1_500_000
 NEXT_PAGE_BUDGET = 150_000
-# Pages still over the first-visit budget, each with a ceiling (its weight when it was listed,
-# rounded up) that it must not exceed, and why. What is left on them is their own content:
-# plotly.js (497 KB) plus figures that are large PNGs of many-coloured heatmaps and the
-# explorer's data in the HTML. A page leaves this list when it fits the budget (a test fails
-# while a listed page is within it, so the list cannot go stale).
-OVER_BUDGET = {
-    "notebooks_src/chapters/04_positional_encoding.html": (
-        1_660_000,
-        "plotly.js, the positional explorer and six heatmap PNGs (one of 229 KB)",
-    ),
-    "notebooks_src/chapters/09_attention_in_a_pretrained_model.html": (
-        2_060_000,
-        "plotly.js, the attention explorer (8 sentences x 72 heads: 237 KB of HTML), the "
-        "370 KB PNG of the learned positions' similarity (two 512 x 512 maps, stacked for "
-        "phones) and, new with the learners' notebooks, the try-it figure of 12 heads (89 KB)",
-    ),
-}
 # Served compressed by a static host; anything else (PNG, WOFF2, ...) is already compressed.
 TEXT_SUFFIXES = {".html", ".js", ".css", ".svg", ".json", ".txt", ".map", ".ttf", ".xml"}
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -223,8 +207,6 @@ def table(rows: list[dict]) -> str:
         f"budget: every page <= {FIRST_VISIT_BUDGET / 1000:.0f} KB first visit, "
         f"median next page <= {NEXT_PAGE_BUDGET / 1000:.0f} KB"
     )
-    for page, (limit, why) in OVER_BUDGET.items():
-        lines.append(f"over budget, capped at {limit / 1000:.0f} KB: {page} ({why})")
     return "\n".join(lines)
 
 
@@ -232,11 +214,10 @@ def over_budget(rows: list[dict]) -> list[str]:
     """What breaks the budget, one line each; empty when the book is within it."""
     problems = []
     for r in rows:
-        limit, _ = OVER_BUDGET.get(r["page"], (FIRST_VISIT_BUDGET, ""))
-        if r["first_visit"] > limit:
-            problems.append(f"{r['page']}: {r['first_visit']:,} bytes on a first visit > {limit:,}")
-        elif r["page"] in OVER_BUDGET and r["first_visit"] <= FIRST_VISIT_BUDGET:
-            problems.append(f"{r['page']}: within the budget now; remove it from OVER_BUDGET")
+        if r["first_visit"] > FIRST_VISIT_BUDGET:
+            problems.append(
+                f"{r['page']}: {r['first_visit']:,} bytes on a first visit > {FIRST_VISIT_BUDGET:,}"
+            )
     median_next = statistics.median(r["next_page"] for r in rows)
     if median_next > NEXT_PAGE_BUDGET:
         problems.append(f"median next page: {median_next:,.0f} bytes > {NEXT_PAGE_BUDGET:,}")

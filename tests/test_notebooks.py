@@ -196,6 +196,26 @@ def test_figures_have_their_number_and_caption_as_text(source, html_dir):
         assert f"**Fig. {number}.**" in text, f"Fig. {number} has no caption in the notebook"
 
 
+def test_explorers_have_their_caption_and_text_description():
+    """The book wraps each explorer in a caption and a text alternative; so does the notebook."""
+    import yaml
+
+    texts = yaml.safe_load((ROOT / "book" / "explorers.yml").read_text(encoding="utf-8"))
+    found = 0
+    for source in CHAPTERS:
+        ids = re.findall(r'div_id="([^"]+)"', source.read_text(encoding="utf-8"))
+        markdown = "\n".join(
+            c.source
+            for c in nbformat.read(notebook_of(source), as_version=4).cells
+            if c.cell_type == "markdown"
+        )
+        for div_id in ids:
+            found += 1
+            assert f"**Interactive explorer.** {texts[div_id]['caption']}" in markdown, div_id
+            assert texts[div_id]["operate"] in markdown, div_id
+    assert found >= 5
+
+
 def test_glued_numbers_fill_the_prose():
     """Every {glue:text} of a page becomes the number the book shows."""
     source = ROOT / "notebooks_src" / "chapters" / "06_transformer_block.md"

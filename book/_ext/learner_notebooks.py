@@ -382,6 +382,28 @@ def _figure_caption(page: Page, cell) -> str | None:
     return f'<a id="{name}"></a>\n\n**{prefix}.** {caption}'.rstrip()
 
 
+EXPLORERS = ROOT / "book" / "explorers.yml"  # captions and text alternatives of the explorers
+EXPLORER_CALL = re.compile(r"""interactive\.show\(.*div_id\s*=\s*["']([^"']+)["']""", re.DOTALL)
+
+
+def _explorer_caption(cell) -> str | None:
+    """The caption and text alternative (from ``book/explorers.yml``) of a cell's explorer."""
+    found = EXPLORER_CALL.search(cell.source)
+    if not found:
+        return None
+    import yaml
+
+    texts = yaml.safe_load(EXPLORERS.read_text(encoding="utf-8")) or {}
+    if found[1] not in texts:
+        raise ConversionError(f"the explorer {found[1]!r} has no entry in {EXPLORERS.name}")
+    entry = texts[found[1]]
+    return (
+        f"**Interactive explorer.** {entry['caption']}\n\n"
+        "<details><summary>Text description of the explorer</summary>\n\n"
+        f"{entry['shows']}\n\n**How to use it:** {entry['operate']}\n\n</details>"
+    )
+
+
 def _add_markdown(page: Page, out: list, text: str, hidden: bool) -> None:
     text = markdown(page, text.strip("\n")).strip()
     if text:
@@ -497,6 +519,8 @@ def convert(source: Path, docname: str, index: dict, html_root: str) -> nbformat
             new.metadata["jupyter"]["outputs_hidden"] = True
         out.append(new)
         if (caption := _figure_caption(page, cell)) is not None:
+            out.append(nbformat.v4.new_markdown_cell(caption))
+        if (caption := _explorer_caption(cell)) is not None:
             out.append(nbformat.v4.new_markdown_cell(caption))
     if kind == "lab":
         out.append(
