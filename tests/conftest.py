@@ -40,11 +40,13 @@ def html_dir() -> Path:
 
 # Put before a learner notebook's first cell when the tests execute it: for every PNG the kernel
 # renders (a figure shown by plt.show() or glued), it records the dpi it was rendered at and the
-# font size in points of every text matplotlib drew into it, keyed by the PNG's SHA-256. It only
-# observes: the figures come out byte for byte as without it.
+# font size in points of every text matplotlib drew into it, keyed by the PNG's SHA-256: the PNG
+# as drawn, and the PNG Jupyter's formatter sends (they differ for a palette PNG, see
+# plotting.use_palette_png). It only observes: the figures come out byte for byte as without it.
 FIGURE_TEXT_RECORDER = """\
-import hashlib, json
-import matplotlib.backend_bases, matplotlib.text
+import base64, hashlib, json
+import matplotlib.backend_bases, matplotlib.figure, matplotlib.text
+from IPython.core.formatters import PNGFormatter
 
 def _record_figure_text(path):
     drawn = []
@@ -70,8 +72,24 @@ def _record_figure_text(path):
                 file.write(json.dumps(record) + "\\n")
         return result
 
+    format_png = PNGFormatter.__call__
+
+    def format_figure(self, obj):
+        result = format_png(self, obj)
+        if isinstance(obj, matplotlib.figure.Figure) and result is not None:
+            data = base64.b64decode(result) if isinstance(result, str) else result
+            record = {
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "dpi": float(obj.dpi),
+                "sizes": sorted(set(drawn)),
+            }
+            with open(path, "a") as file:
+                file.write(json.dumps(record) + "\\n")
+        return result
+
     matplotlib.text.Text.draw = draw
     matplotlib.backend_bases.FigureCanvasBase.print_figure = print_png
+    PNGFormatter.__call__ = format_figure
 
 _record_figure_text(RECORD_PATH)
 del _record_figure_text
