@@ -55,7 +55,10 @@ def attention(
         "none": scores,
         "dk": scores / d_k,
         "times": scores * math.sqrt(d_k),
+        "after_softmax": scores,
     }[scale]
+    if mask is not None and mask_mode == "multiply":
+        scores = scores * mask
     if mask is not None and mask_mode in ("right", "inverted"):
         blocked = ~mask if mask_mode == "right" else mask
         fill_value = torch.finfo(scores.dtype).min if fill is None else fill
@@ -67,6 +70,8 @@ def attention(
         weights = exponentials / exponentials.sum(dim=dim, keepdim=True)
     else:
         weights = F.softmax(scores, dim=dim)
+    if scale == "after_softmax":
+        weights = weights / math.sqrt(d_k)
     if mask is not None and mask_mode == "after_softmax":
         weights = weights * mask
     if mask is not None and mask_mode == "right" and zero_masked_rows:
@@ -99,7 +104,7 @@ def multi_head(
     head_dim = d_model // num_heads
 
     def split_heads(x):
-        length = x.size(1)
+        length = query_len if split == "query_length" else x.size(1)
         if split == "no_transpose":
             return x.view(batch, num_heads, length, head_dim)
         if split == "swapped":
@@ -108,15 +113,19 @@ def multi_head(
 
     q, k, v = split_heads(query), split_heads(key), split_heads(value)
     scores = q @ k.transpose(-2, -1)
-    scores = scores / {"sqrt_dk": math.sqrt(head_dim), "sqrt_d_model": math.sqrt(d_model)}.get(
-        scale, 1.0
-    )
+    divisor = {"sqrt_dk": math.sqrt(head_dim), "sqrt_d_model": math.sqrt(d_model)}
+    if scale != "after_softmax":
+        scores = scores / divisor.get(scale, 1.0)
     weights = torch.softmax(scores, dim=dim)
+    if scale == "after_softmax":
+        weights = weights / math.sqrt(head_dim)
     out = weights @ v
     if merge == "none":
         return out, weights
     if merge == "no_transpose":
         out = out.contiguous().view(batch, query_len, d_model)
+    elif merge == "permute_0231":
+        out = out.permute(0, 2, 3, 1).reshape(batch, query_len, d_model)
     elif merge == "view_after_transpose":
         out = out.transpose(1, 2).view(batch, query_len, d_model)
     else:
@@ -163,7 +172,17 @@ def encoder_layer(x, layer, mask=None, *, mistake=None):
         pre = not pre
     if mistake == "norms_swapped":
         norm1, norm2 = norm2, norm1
+    if mistake == "norm1_twice":
+        norm2 = norm1
     attn_mask = None if mistake == "mask_ignored" else mask
+    if pre and mistake in ("normalised_residual", "normalised_residual_in_attention"):
+        h = norm1(x)
+        attended, weights = layer.self_attn(h, mask=attn_mask)
+        x = h + layer.dropout1(attended)
+        if mistake == "normalised_residual_in_attention":
+            return x + layer.dropout2(layer.feed_forward(norm2(x))), weights
+        h = norm2(x)
+        return h + layer.dropout2(layer.feed_forward(h)), weights
     if pre:
         attended, weights = layer.self_attn(norm1(x), mask=attn_mask)
         x = x + layer.dropout1(attended)
@@ -293,6 +312,11 @@ WRONG = [
     (checks.check_scaled_dot_product_attention, unmasked(softmax=False), "no_softmax"),
     (
         checks.check_scaled_dot_product_attention,
+        unmasked(scale="after_softmax"),
+        "scaled_after_softmax",
+    ),
+    (
+        checks.check_scaled_dot_product_attention,
         unmasked(transpose_scores=True),
         "scores_transposed",
     ),
@@ -309,8 +333,18 @@ WRONG = [
     ),
     (
         checks.check_multi_head_attention,
+        with_(multi_head, merge="permute_0231"),
+        "merge_wrong_permutation",
+    ),
+    (
+        checks.check_multi_head_attention,
         with_(multi_head, split="no_transpose"),
         "split_without_transpose",
+    ),
+    (
+        checks.check_multi_head_attention,
+        with_(multi_head, split="query_length"),
+        "split_with_query_length",
     ),
     (
         checks.check_multi_head_attention,
@@ -335,6 +369,11 @@ WRONG = [
         "scaled_by_sqrt_d_model",
     ),
     (checks.check_multi_head_attention, with_(multi_head, scale="none"), "no_scaling"),
+    (
+        checks.check_multi_head_attention,
+        with_(multi_head, scale="after_softmax"),
+        "scaled_after_softmax",
+    ),
     (checks.check_multi_head_attention, with_(multi_head, dim=-2), "softmax_axis"),
     (checks.check_sinusoidal_encoding, with_(encoding, swap=True), "sin_cos_swapped"),
     (checks.check_sinusoidal_encoding, with_(encoding, exponent="i"), "frequency_i_not_2i"),
@@ -352,6 +391,8 @@ WRONG = [
     (checks.check_masked_attention, masked(mask_mode="inverted", fill=-1e9), "mask_polarity"),
     (checks.check_masked_attention, ignores_mask, "mask_ignored"),
     (checks.check_masked_attention, masked(mask_mode="after_softmax"), "mask_after_softmax"),
+    (checks.check_masked_attention, masked(mask_mode="multiply"), "scores_times_mask"),
+    (checks.check_masked_attention, masked(scale="after_softmax"), "scaled_after_softmax"),
     (
         checks.check_masked_attention,
         masked(fill=float("-inf"), zero_masked_rows=False),
@@ -386,6 +427,17 @@ WRONG = [
         "norm_outside_residual",
     ),
     (checks.check_encoder_layer, with_(encoder_layer, mistake="norms_swapped"), "norms_swapped"),
+    (checks.check_encoder_layer, with_(encoder_layer, mistake="norm1_twice"), "norm1_used_twice"),
+    (
+        checks.check_encoder_layer,
+        with_(encoder_layer, mistake="normalised_residual"),
+        "pre_norm_residual_normalised",
+    ),
+    (
+        checks.check_encoder_layer,
+        with_(encoder_layer, mistake="normalised_residual_in_attention"),
+        "pre_norm_residual_normalised",
+    ),
     (
         checks.check_encoder_layer,
         with_(encoder_layer, mistake="mask_ignored"),

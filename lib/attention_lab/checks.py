@@ -58,6 +58,10 @@ MISTAKES: dict[str, str] = {
         "head (d_k = d_model / num_heads)"
     ),
     "no_softmax": "no softmax: the weights are the raw scaled scores; apply softmax over dim=-1",
+    "scaled_after_softmax": (
+        "scaling applied after the softmax: the weights then sum to 1/sqrt(d_k), not to 1; "
+        "divide the scores by sqrt(d_k) before the softmax, which sharpens or flattens them"
+    ),
     "scores_transposed": (
         "scores not Q K^T: compute query @ key.transpose(-2, -1), shape [..., Tq, Tk] (not "
         "K Q^T, nor Q K without transposing the keys); then weights @ value is [..., Tq, Dv]"
@@ -92,6 +96,16 @@ MISTAKES: dict[str, str] = {
     "split_and_merge_without_transpose": (
         "heads split and merged with view/reshape but no transpose: each 'head' then mixes "
         "positions; view as [B, T, H, Dh] and transpose(1, 2), and transpose back before merging"
+    ),
+    "merge_wrong_permutation": (
+        "heads merged with the wrong permutation: [B, H, Tq, Dh] must become [B, Tq, H, Dh], "
+        "permute(0, 2, 1, 3) or transpose(1, 2), before reshaping to [B, Tq, D]; another order "
+        "(such as permute(0, 2, 3, 1), which gives [B, Tq, Dh, H]) interleaves the heads' "
+        "features or mixes positions"
+    ),
+    "split_with_query_length": (
+        "keys or values split with the query's length: in cross-attention Tk differs from Tq, "
+        "so split each tensor with its own length, x.view(B, x.shape[1], num_heads, head_dim)"
     ),
     "heads_and_width_swapped": (
         "num_heads and head_dim swapped: split into num_heads heads of width "
@@ -137,6 +151,11 @@ MISTAKES: dict[str, str] = {
         "(scores.masked_fill(~mask, ...))"
     ),
     "mask_ignored": "the mask is ignored: blocked keys must get a weight of exactly 0",
+    "scores_times_mask": (
+        "scores multiplied by the mask: a blocked score becomes 0, not a very negative number, "
+        "and exp(0) = 1 still gives that key a weight; fill the blocked scores instead, "
+        "scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"
+    ),
     "mask_after_softmax": (
         "weights zeroed after the softmax without renormalising: the rows no longer sum to 1; "
         "mask the scores before the softmax"
@@ -173,6 +192,15 @@ MISTAKES: dict[str, str] = {
     ),
     "norms_swapped": (
         "norm1 and norm2 swapped: norm1 belongs to the attention, norm2 to the feed-forward"
+    ),
+    "norm1_used_twice": (
+        "norm1 used for both sub-layers: the feed-forward sub-layer has its own LayerNorm, "
+        "norm2, with its own learned scale and shift"
+    ),
+    "pre_norm_residual_normalised": (
+        "the pre-norm residual adds the normalised x: normalise only the sub-layer's input and "
+        "add the sub-layer's output to the unnormalised x, x = x + attention(norm1(x)), "
+        "not h = norm1(x); x = h + attention(h)"
     ),
     "encoder_mask_ignored": (
         "the mask is not passed to the self-attention: layer.self_attn(..., mask=mask)"
@@ -285,14 +313,18 @@ def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
 def _match_variant(
     got: Sequence[torch.Tensor], variants: dict[str, Callable[[], Sequence[torch.Tensor]]], tol
 ) -> str | None:
-    """The key of the first wrong variant whose results all match ``got``."""
+    """The key of the first wrong variant whose results all match ``got``.
+
+    A key may carry a suffix after a slash (``"merge_wrong_permutation/0312"``): several ways of
+    making one mistake, all named by the part before the slash.
+    """
     for key, compute in variants.items():
         try:
             expected = compute()
         except RuntimeError:  # a variant that makes no sense for these shapes
             continue
         if all(_close(g, e, *tol) for g, e in zip(got, expected, strict=True)):
-            return key
+            return key.partition("/")[0]
     return None
 
 
@@ -384,19 +416,28 @@ def _attention_variant(
     scores_transposed: bool = False,
     invert_mask: bool = False,
     mask_after_softmax: bool = False,
+    scale_after_softmax: bool = False,
+    multiply_by_mask: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention with one deliberate deviation; the defaults give the right answer."""
     dtype = query.dtype
     q, k, v = query.double(), key.double(), value.double()
     divisor = math.sqrt(q.shape[-1]) if divisor is None else divisor
-    scores = (k @ q.transpose(-2, -1) if scores_transposed else q @ k.transpose(-2, -1)) / divisor
+    scores = k @ q.transpose(-2, -1) if scores_transposed else q @ k.transpose(-2, -1)
+    if not scale_after_softmax:
+        scores = scores / divisor
     if mask is not None and invert_mask:
         mask = ~mask
+    if mask is not None and multiply_by_mask:
+        scores = scores * mask  # blocked scores become 0, and keep a weight
+        mask = None
     if mask is not None and not mask_after_softmax:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=dim) if softmax else scores
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
+    if scale_after_softmax:
+        weights = weights / divisor
     output = weights @ (k if use_keys else v)
     return output.to(dtype), weights.to(dtype)
 
@@ -413,6 +454,7 @@ def _attention_variants(query, key, value, mask=None) -> dict[str, Callable]:
         "scaled_by_d_k": variant(divisor=float(d_k)),
         "scale_multiplied": variant(divisor=1 / math.sqrt(d_k)),
         "no_softmax": variant(softmax=False),
+        "scaled_after_softmax": variant(scale_after_softmax=True),
         "weights_times_keys": variant(use_keys=True),
     }
 
@@ -498,9 +540,9 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
     inputs, a single token, unbatched inputs, ``float64`` and large scores.
 
     Mistakes it names: ``softmax_axis``, ``no_scaling``, ``scaled_by_d_k``,
-    ``scale_multiplied``, ``no_softmax``, ``scores_transposed``, ``weights_times_keys``,
-    ``output_is_weights``, ``pair_swapped``, ``not_a_pair``, ``overflow``, ``wrong_dtype``
-    (see :data:`MISTAKES`).
+    ``scale_multiplied``, ``no_softmax``, ``scaled_after_softmax``, ``scores_transposed``,
+    ``weights_times_keys``, ``output_is_weights``, ``pair_swapped``, ``not_a_pair``,
+    ``overflow``, ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -530,8 +572,19 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
 
 
 def _mha_variant(
-    query, key, value, num_heads, *, split="right", merge="right", divisor=None, dim=-1
+    query,
+    key,
+    value,
+    num_heads,
+    *,
+    split="right",
+    merge="right",
+    divisor=None,
+    dim=-1,
+    scale_after_softmax=False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split, attend, merge with one deliberate deviation. ``merge`` is ``"right"``,
+    ``"no_transpose"`` or a permutation of ``[B, H, Tq, Dh]``'s axes such as ``(0, 2, 3, 1)``."""
     batch, query_len, d_model = query.shape
     head_dim = d_model // num_heads
 
@@ -541,12 +594,21 @@ def _mha_variant(
         return x.view(batch, x.shape[1], num_heads, head_dim).transpose(1, 2)  # [B, H, T, Dh]
 
     q, k, v = split_heads(query), split_heads(key), split_heads(value)
-    output, weights = _attention_variant(q, k, v, divisor=divisor, dim=dim)
+    output, weights = _attention_variant(
+        q, k, v, divisor=divisor, dim=dim, scale_after_softmax=scale_after_softmax
+    )
     if merge == "no_transpose":
         output = output.reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
+    elif isinstance(merge, tuple):
+        output = output.permute(merge).reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
     else:
         output = output.transpose(1, 2).reshape(batch, query_len, d_model)  # [B, Tq, D]
     return output, weights
+
+
+# Orders of [B, H, Tq, Dh]'s axes that keep the batch first but do not give [B, Tq, H, Dh]; the
+# identity is merge_without_transpose.
+_WRONG_MERGES = ((0, 1, 3, 2), (0, 2, 3, 1), (0, 3, 1, 2), (0, 3, 2, 1))
 
 
 def _mha_reference(query, key, value, num_heads):
@@ -600,10 +662,12 @@ def check_multi_head_attention(fn: Callable) -> None:
     cross-attention with ``Tq != Tk``, self-attention, one head, heads of width 1, a single
     token, ``float64``.
 
-    Mistakes it names: ``merge_without_transpose``, ``split_without_transpose``,
-    ``split_and_merge_without_transpose``, ``heads_and_width_swapped``, ``heads_not_merged``,
+    Mistakes it names: ``merge_without_transpose``, ``merge_wrong_permutation``,
+    ``split_without_transpose``, ``split_and_merge_without_transpose``,
+    ``split_with_query_length``, ``heads_and_width_swapped``, ``heads_not_merged``,
     ``weights_averaged``, ``view_after_transpose``, ``scaled_by_sqrt_d_model``, ``no_scaling``,
-    ``softmax_axis``, ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``scaled_after_softmax``, ``softmax_axis``, ``pair_swapped``, ``not_a_pair``,
+    ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -640,11 +704,24 @@ def check_multi_head_attention(fn: Callable) -> None:
             "split_and_merge_without_transpose": variant(
                 split="no_transpose", merge="no_transpose"
             ),
+            **{
+                f"merge_wrong_permutation/{''.join(map(str, order))}": variant(merge=order)
+                for order in _WRONG_MERGES
+            },
             "scaled_by_sqrt_d_model": variant(divisor=math.sqrt(d_model)),
             "no_scaling": variant(divisor=1.0),
+            "scaled_after_softmax": variant(scale_after_softmax=True),
             "softmax_axis": variant(dim=-2),
         }
-        result = _run(fn, case, _view_error)
+
+        def error_hint(error, b=batch, tq=query_len, tk=key_len, d=d_model):
+            # view(B, Tq, H, Dh) of a [B, Tk, D] tensor: "shape '[...]' is invalid for input
+            # of size B * Tk * D".
+            if tq != tk and f"is invalid for input of size {b * tk * d}" in str(error):
+                return "split_with_query_length"
+            return _view_error(error)
+
+        result = _run(fn, case, error_hint)
         _check_pair(
             _name(fn),
             case,
@@ -844,10 +921,11 @@ def check_masked_attention(fn: Callable) -> None:
     a single token, and ``float16``.
 
     Mistakes it names: ``mask_polarity``, ``mask_ignored``, ``mask_after_softmax``,
-    ``nan_fully_masked``, ``uniform_fully_masked``, ``fill_overflow``, ``softmax_axis``,
-    ``no_scaling``, ``scaled_by_d_k``, ``scale_multiplied``, ``no_softmax``,
-    ``scores_transposed``, ``weights_times_keys``, ``output_is_weights``, ``pair_swapped``,
-    ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``scores_times_mask``, ``nan_fully_masked``, ``uniform_fully_masked``, ``fill_overflow``,
+    ``softmax_axis``, ``no_scaling``, ``scaled_by_d_k``, ``scale_multiplied``, ``no_softmax``,
+    ``scaled_after_softmax``, ``scores_transposed``, ``weights_times_keys``,
+    ``output_is_weights``, ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see
+    :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -874,6 +952,7 @@ def check_masked_attention(fn: Callable) -> None:
             "mask_polarity": variant(invert_mask=True),
             "mask_ignored": lambda q=query, k=key, v=value: _attention_variant(q, k, v),
             "mask_after_softmax": variant(mask_after_softmax=True),
+            "scores_times_mask": variant(multiply_by_mask=True),
             **variants,
         }
         result = _run(fn, case, error_hint)
@@ -898,13 +977,21 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
     pre = layer.norm_first
     if mistake == "norms_swapped":
         norm1, norm2 = norm2, norm1
+    if mistake == "norm1_used_twice":
+        norm2 = norm1
     if mistake in ("pre_norm_instead_of_post_norm", "post_norm_instead_of_pre_norm"):
         pre = not pre
     if mistake == "encoder_mask_ignored":
         mask = None
     attention_residual = mistake != "no_attention_residual"
     feed_forward_residual = mistake != "no_feed_forward_residual"
-    if pre:
+    if pre and mistake.startswith("pre_norm_residual_normalised"):
+        h = norm1(x)
+        attended, weights = attend(h, mask=mask)
+        x = h + attended
+        # Some make the mistake in the attention sub-layer only.
+        x = x + ff(norm2(x)) if mistake.endswith("/attention") else norm2(x) + ff(norm2(x))
+    elif pre:
         attended, weights = attend(norm1(x), mask=mask)
         x = x + attended if attention_residual else attended
         x = x + ff(norm2(x)) if feed_forward_residual else ff(norm2(x))
@@ -926,6 +1013,9 @@ _ENCODER_MISTAKES = (
     "no_feed_forward_residual",
     "norm_outside_residual",
     "norms_swapped",
+    "norm1_used_twice",
+    "pre_norm_residual_normalised",
+    "pre_norm_residual_normalised/attention",
     "encoder_mask_ignored",
 )
 
@@ -934,6 +1024,8 @@ _ARRANGEMENT_MISTAKES = {
     "pre_norm_instead_of_post_norm",
     "post_norm_instead_of_pre_norm",
     "norm_outside_residual",
+    "pre_norm_residual_normalised",
+    "pre_norm_residual_normalised/attention",
 }
 
 
@@ -997,9 +1089,10 @@ def check_encoder_layer(fn: Callable) -> None:
     token, and a GELU layer.
 
     Mistakes it names: ``pre_norm_instead_of_post_norm``, ``post_norm_instead_of_pre_norm``,
-    ``no_attention_residual``, ``no_feed_forward_residual``, ``norm_outside_residual``,
-    ``norms_swapped``, ``encoder_mask_ignored``, ``pair_swapped``, ``not_a_pair``,
-    ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``pre_norm_residual_normalised``, ``no_attention_residual``, ``no_feed_forward_residual``,
+    ``norm_outside_residual``, ``norms_swapped``, ``norm1_used_twice``,
+    ``encoder_mask_ignored``, ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see
+    :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -1018,7 +1111,11 @@ def check_encoder_layer(fn: Callable) -> None:
             expected = EncoderLayer.forward(layer, x, mask)
         # Mistakes that differ from the right answer for this layer's arrangement.
         wrong_arrangement = (
-            {"post_norm_instead_of_pre_norm"}
+            {
+                "post_norm_instead_of_pre_norm",
+                "pre_norm_residual_normalised",
+                "pre_norm_residual_normalised/attention",
+            }
             if layer.norm_first
             else {"pre_norm_instead_of_post_norm", "norm_outside_residual"}
         )
