@@ -217,6 +217,91 @@ def encoder_layer_post_norm_only(x, layer, mask=None):
     return layer.norm2(x + layer.feed_forward(x)), weights
 
 
+def search(
+    query_hidden,
+    query_mask,
+    doc_hidden,
+    doc_mask,
+    k,
+    *,
+    pool="masked",
+    unsqueeze=True,
+    clamp=True,
+    normalise="both",
+    dim=-1,
+    transpose=False,
+    rank="topk",
+):
+    def mean_pool(hidden, mask):
+        if pool == "all":
+            return hidden.mean(dim=1)
+        weights = mask.unsqueeze(-1) if unsqueeze else mask
+        weights = weights.to(hidden.dtype)
+        count = weights.sum(dim=1)
+        if clamp:
+            count = count.clamp(min=1e-9)
+        return (hidden * weights).sum(dim=1) / count
+
+    queries, documents = mean_pool(query_hidden, query_mask), mean_pool(doc_hidden, doc_mask)
+    if normalise == "by_hand":
+        queries = queries / queries.norm(dim=-1, keepdim=True)
+        documents = documents / documents.norm(dim=-1, keepdim=True)
+    if normalise in ("both", "queries"):
+        queries = F.normalize(queries, dim=dim)
+    if normalise in ("both", "documents"):
+        documents = F.normalize(documents, dim=dim)
+    scores = documents @ queries.T if transpose else queries @ documents.T
+    if rank == "argsort":
+        return scores, scores.argsort(dim=-1)[:, :k]
+    if rank == "over_queries":
+        return scores, scores.topk(k, dim=0).indices
+    return scores, scores.topk(k, dim=-1).indices
+
+
+def online_attention(
+    query,
+    key,
+    value,
+    block_size,
+    *,
+    rescale_sum=True,
+    rescale_acc=True,
+    invert=False,
+    divide=True,
+    drop_last=False,
+    maximum="running",
+    start=-math.inf,
+    scale=True,
+    full_scores=False,
+):
+    q = query / math.sqrt(query.shape[-1]) if scale else query
+    if full_scores:
+        every_score = q @ key.transpose(-2, -1)
+    row_max = torch.full((*q.shape[:-1], 1), start, dtype=q.dtype)
+    row_sum = torch.zeros_like(row_max)
+    acc = torch.zeros(*q.shape[:-1], value.shape[-1], dtype=q.dtype)
+    key_len = key.shape[-2]
+    stop = key_len // block_size * block_size if drop_last else key_len
+    for begin in range(0, stop, block_size):
+        end = begin + block_size
+        if full_scores:
+            scores = every_score[..., begin:end]
+        else:
+            scores = q @ key[..., begin:end, :].transpose(-2, -1)
+        if maximum == "none":
+            new_max = torch.zeros_like(row_max)
+        elif maximum == "block":
+            new_max = scores.amax(dim=-1, keepdim=True)
+        else:
+            new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        rescale = torch.exp(new_max - row_max) if invert else torch.exp(row_max - new_max)
+        p = torch.exp(scores - new_max)
+        row_sum = (row_sum * rescale if rescale_sum else row_sum) + p.sum(dim=-1, keepdim=True)
+        acc = (acc * rescale if rescale_acc else acc) + p @ value[..., begin:end, :]
+        row_max = new_max
+    return acc / row_sum if divide else acc
+
+
 def calls_the_layer(x, layer, mask=None):
     return layer(x, mask)
 
@@ -269,6 +354,8 @@ RIGHT = [
     (checks.check_sinusoidal_encoding, encoding),
     (checks.check_masked_attention, masked()),
     (checks.check_encoder_layer, encoder_layer),
+    (checks.check_pooling_and_search, search),
+    (checks.check_online_softmax, online_attention),
 ]
 CHECK_IDS = [check.__name__ for check, _ in RIGHT]
 
@@ -443,6 +530,36 @@ WRONG = [
         with_(encoder_layer, mistake="mask_ignored"),
         "encoder_mask_ignored",
     ),
+    (checks.check_pooling_and_search, with_(search, pool="all"), "mean_over_padding"),
+    (checks.check_pooling_and_search, with_(search, unsqueeze=False), "pool_mask_not_unsqueezed"),
+    (checks.check_pooling_and_search, with_(search, clamp=False), "empty_sequence_nan"),
+    (checks.check_pooling_and_search, with_(search, normalise="by_hand"), "empty_sequence_nan"),
+    (checks.check_pooling_and_search, with_(search, normalise="none"), "cosine_not_normalised"),
+    (checks.check_pooling_and_search, with_(search, dim=0), "normalised_wrong_axis"),
+    (checks.check_pooling_and_search, with_(search, normalise="queries"), "normalised_one_side"),
+    (checks.check_pooling_and_search, with_(search, normalise="documents"), "normalised_one_side"),
+    (checks.check_pooling_and_search, with_(search, transpose=True), "search_scores_transposed"),
+    (
+        checks.check_pooling_and_search,
+        with_(search, rank="over_queries"),
+        "search_scores_transposed",
+    ),
+    (checks.check_pooling_and_search, with_(search, rank="argsort"), "ranked_ascending"),
+    (checks.check_online_softmax, with_(online_attention, rescale_sum=False), "sum_not_rescaled"),
+    (checks.check_online_softmax, with_(online_attention, rescale_acc=False), "acc_not_rescaled"),
+    (
+        checks.check_online_softmax,
+        with_(online_attention, rescale_sum=False, rescale_acc=False),
+        "nothing_rescaled",
+    ),
+    (checks.check_online_softmax, with_(online_attention, invert=True), "rescale_inverted"),
+    (checks.check_online_softmax, with_(online_attention, divide=False), "not_divided_by_sum"),
+    (checks.check_online_softmax, with_(online_attention, drop_last=True), "last_block_dropped"),
+    (checks.check_online_softmax, with_(online_attention, maximum="none"), "online_overflow"),
+    (checks.check_online_softmax, with_(online_attention, maximum="block"), "online_overflow"),
+    (checks.check_online_softmax, with_(online_attention, start=0.0), "max_started_at_zero"),
+    (checks.check_online_softmax, with_(online_attention, full_scores=True), "full_score_matrix"),
+    (checks.check_online_softmax, with_(online_attention, scale=False), "no_scaling"),
 ]
 
 

@@ -28,17 +28,22 @@ from dataclasses import dataclass, field
 from typing import Any, Callable  # noqa: UP035
 
 import torch
+from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
+from attention_lab.efficient import peak_memory, tiled_attention
 from attention_lab.layers import EncoderLayer
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
 from attention_lab.positional import sinusoidal_encoding
+from attention_lab.pretrained import mean_pool
 
 __all__ = [
     "MISTAKES",
     "check_encoder_layer",
     "check_masked_attention",
     "check_multi_head_attention",
+    "check_online_softmax",
+    "check_pooling_and_search",
     "check_scaled_dot_product_attention",
     "check_sinusoidal_encoding",
 ]
@@ -205,6 +210,83 @@ MISTAKES: dict[str, str] = {
     "encoder_mask_ignored": (
         "the mask is not passed to the self-attention: layer.self_attn(..., mask=mask)"
     ),
+    # Pooling and search.
+    "mean_over_padding": (
+        "the mean runs over the padding too: multiply the token vectors by the mask, sum over "
+        "the tokens, and divide by the number of real tokens, mask.sum(dim=1), not by T"
+    ),
+    "pool_mask_not_unsqueezed": (
+        "the mask [B, T] does not broadcast against the token vectors [B, T, D]: give it a "
+        "trailing axis, mask[..., None] (or mask.unsqueeze(-1)), shape [B, T, 1], so that it "
+        "multiplies every feature of a token"
+    ),
+    "empty_sequence_nan": (
+        "NaN for a sequence that is all padding: it has 0 real tokens and 0 / 0 is NaN; clamp "
+        "the count (count.clamp(min=1e-9)) so that its pooled vector is 0, and normalise with "
+        "F.normalize, which leaves a zero vector at 0 instead of dividing by its length 0"
+    ),
+    "cosine_not_normalised": (
+        "the scores are dot products of unnormalised vectors, not cosines: scale each pooled "
+        "vector to length 1 first, F.normalize(pooled, dim=-1), then multiply"
+    ),
+    "normalised_wrong_axis": (
+        "vectors normalised over the wrong axis: dim=0 scales each feature across the batch; "
+        "each sentence's vector [D] must have length 1, F.normalize(pooled, dim=-1)"
+    ),
+    "normalised_one_side": (
+        "only one side normalised: the cosine needs both the queries' and the documents' "
+        "vectors scaled to length 1"
+    ),
+    "search_scores_transposed": (
+        "the scores are [N, Q], or ranked over the queries: compute queries @ documents.T, "
+        "[Q, N], one row per query, and rank each row over the documents, "
+        "scores.topk(k, dim=-1)"
+    ),
+    "ranked_ascending": (
+        "the ranking is upside down: you took the k smallest scores; the best matches have the "
+        "largest cosine, scores.topk(k, dim=-1) (largest=True, the default)"
+    ),
+    # Online softmax.
+    "sum_not_rescaled": (
+        "the running sum is not rescaled when the running maximum grows: multiply it by "
+        "exp(m_old - m_new) before adding the new block, as you do for the weighted sum"
+    ),
+    "acc_not_rescaled": (
+        "the weighted sum of values is not rescaled when the running maximum grows: multiply "
+        "it by exp(m_old - m_new) before adding the new block, as you do for the sum"
+    ),
+    "nothing_rescaled": (
+        "nothing is rescaled when the running maximum grows: the sum and the weighted sum so "
+        "far were computed relative to the old maximum; multiply both by exp(m_old - m_new)"
+    ),
+    "rescale_inverted": (
+        "rescaling factor inverted: going from the old maximum to a larger new one multiplies "
+        "the sums by exp(m_old - m_new), which is at most 1, not by exp(m_new - m_old); with "
+        "the maximum starting at -inf, the inverted factor is inf on the first block, and "
+        "0 * inf is NaN"
+    ),
+    "not_divided_by_sum": (
+        "the output is not divided by the running sum: after the last block return acc / "
+        "row_sum, the softmax-weighted average"
+    ),
+    "last_block_dropped": (
+        "the last, shorter block is skipped: when Tk is not a multiple of block_size, the "
+        "blocks are range(0, Tk, block_size), and the last one holds the remaining keys"
+    ),
+    "online_overflow": (
+        "exp overflowed on large scores (inf or NaN): subtract the running maximum, the "
+        "largest score in this block and every block before it, torch.maximum(row_max, "
+        "block_max), before exponentiating"
+    ),
+    "max_started_at_zero": (
+        "NaN when every score is far below 0: the running maximum must start at -inf (or "
+        "torch.finfo(dtype).min), not at 0; from 0, exp(score - 0) underflows to 0 and the "
+        "sum is 0"
+    ),
+    "full_score_matrix": (
+        "the whole [Tq, Tk] score matrix was built: compute only one block of scores, "
+        "[..., Tq, block_size], at a time, so that memory does not grow with Tq * Tk"
+    ),
 }
 
 _UNKNOWN = (
@@ -222,6 +304,7 @@ class _Case:
     kwargs: dict = field(default_factory=dict)
     fully_masked_rows: torch.Tensor | None = None  # bool [..., Tq, 1] where every key is blocked
     large_scores: bool = False  # scores large enough to overflow a naive exp
+    count_memory: bool = False  # the memory the call allocates is counted (Lab 7)
 
 
 def _name(fn: Callable) -> str:
@@ -1131,4 +1214,370 @@ def check_encoder_layer(fn: Callable) -> None:
             del layer.forward
         with torch.no_grad():
             _check_pair(_name(fn), case, result, expected, variants)
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 6: masked mean pooling and cosine search.
+
+
+def _search_reference(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    """The library's pooling, unit vectors, cosine scores [Q, N] and the top k indices [Q, k]."""
+    queries = F.normalize(mean_pool(query_hidden, query_mask), dim=-1)  # [Q, D]
+    documents = F.normalize(mean_pool(doc_hidden, doc_mask), dim=-1)  # [N, D]
+    scores = queries @ documents.T  # [Q, N]
+    return scores, scores.topk(k, dim=-1).indices
+
+
+def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: str):
+    """Pooling and search with one deliberate deviation, computed in float64."""
+
+    def pool(hidden, mask):
+        hidden, weights = hidden.double(), mask.double()[..., None]  # [B, T, D], [B, T, 1]
+        if mistake == "mean_over_padding":
+            return hidden.mean(dim=1)  # [B, D]
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)  # [B, D]
+
+    queries, documents = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
+    if mistake == "normalised_wrong_axis":
+        queries, documents = F.normalize(queries, dim=0), F.normalize(documents, dim=0)
+    elif mistake == "normalised_one_side/queries":
+        queries = F.normalize(queries, dim=-1)
+    elif mistake == "normalised_one_side/documents":
+        documents = F.normalize(documents, dim=-1)
+    elif mistake != "cosine_not_normalised":
+        queries, documents = F.normalize(queries, dim=-1), F.normalize(documents, dim=-1)
+    scores = queries @ documents.T  # [Q, N]
+    top = scores.topk(k, dim=-1, largest=mistake != "ranked_ascending").indices  # [Q, k]
+    return scores.to(query_hidden.dtype), top
+
+
+_SEARCH_MISTAKES = (
+    "mean_over_padding",
+    "cosine_not_normalised",
+    "normalised_wrong_axis",
+    "normalised_one_side/queries",
+    "normalised_one_side/documents",
+    "ranked_ascending",
+)
+
+
+def _search_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(6)
+
+    def mask(lengths, length, dtype=torch.int64):
+        return (torch.arange(length)[None, :] < torch.tensor(lengths)[:, None]).to(dtype)
+
+    def case(name, queries, documents, k, dtype=torch.float32, mask_dtype=torch.int64):
+        (q_lengths, q_len), (d_lengths, d_len), width = queries, documents, 8
+        args = (
+            _randn(g, len(q_lengths), q_len, width, dtype=dtype),
+            mask(q_lengths, q_len, mask_dtype),
+            _randn(g, len(d_lengths), d_len, width, dtype=dtype),
+            mask(d_lengths, d_len, mask_dtype),
+            k,
+        )
+        return _Case(name, args)
+
+    return [
+        case(
+            "2 queries of 4 and 2 tokens, 6 documents of 1 to 5 tokens, D=8, k=3",
+            ([4, 2], 4),
+            ([5, 3, 1, 4, 2, 5], 5),
+            3,
+        ),
+        case(
+            "3 queries, 4 documents, bool masks, k=2",
+            ([3, 1, 2], 3),
+            ([2, 6, 4, 1], 6),
+            2,
+            mask_dtype=torch.bool,
+        ),
+        case(
+            "a document that is all padding (0 real tokens), k=3",
+            ([2, 3], 3),
+            ([4, 0, 2, 3], 4),
+            3,
+        ),
+        case("one query, one document, k=1", ([2], 3), ([3], 3), 1),
+        case("float64 inputs, k=2", ([3, 1], 3), ([2, 2, 5], 5), 2, dtype=torch.float64),
+    ]
+
+
+def check_pooling_and_search(fn: Callable) -> None:
+    """Check a learner's ``fn(query_hidden, query_mask, doc_hidden, doc_mask, k)`` (Lab 6).
+
+    ``fn`` receives the token vectors of ``Q`` queries, ``query_hidden`` ``[Q, Tq, D]``, and of
+    ``N`` documents, ``doc_hidden`` ``[N, Tn, D]``, with their tokenizer masks ``[Q, Tq]`` and
+    ``[N, Tn]`` (1 or ``True`` = real token, 0 or ``False`` = padding), and an int ``k``. It
+    must mean-pool every sequence over its real tokens
+    (:func:`attention_lab.pretrained.mean_pool`), scale the pooled vectors to length 1, and
+    return ``(scores, top)``: the cosine similarities ``[Q, N]`` in the inputs' dtype, and the
+    indices ``[Q, k]`` of each query's ``k`` best documents, best first. Cases: integer masks,
+    bool masks, a document with no real token (its scores are 0), one query and one document,
+    ``float64``.
+
+    Mistakes it names: ``mean_over_padding``, ``pool_mask_not_unsqueezed``,
+    ``empty_sequence_nan``, ``cosine_not_normalised``, ``normalised_wrong_axis``,
+    ``normalised_one_side``, ``search_scores_transposed``, ``ranked_ascending``,
+    ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _search_cases()
+    fn_name = _name(fn)
+
+    def error_hint(error: Exception) -> str | None:
+        if "must match the size of tensor" in str(error):
+            return "pool_mask_not_unsqueezed"
+        # topk(k) along an axis shorter than k: every case has k <= N, but not always k <= Q.
+        return "search_scores_transposed" if "selected index k out of range" in str(error) else None
+
+    for case in cases:
+        query_hidden, query_mask, doc_hidden, doc_mask, k = case.args
+        num_queries, num_docs = query_hidden.shape[0], doc_hidden.shape[0]
+        expected_scores, expected_top = _search_reference(*case.args)
+        result = _run(fn, case, error_hint)
+        if not (
+            isinstance(result, tuple | list)
+            and len(result) == 2
+            and all(isinstance(r, torch.Tensor) for r in result)
+        ):
+            _fail(
+                fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair"
+            )
+        scores, top = result
+        if scores.shape != expected_scores.shape:
+            transposed = scores.shape == (num_docs, num_queries) and num_docs != num_queries
+            _fail(
+                fn_name,
+                case,
+                f"the scores have shape {list(scores.shape)}, "
+                f"expected {list(expected_scores.shape)}",
+                "search_scores_transposed" if transposed else None,
+            )
+        if top.shape != expected_top.shape:
+            _fail(
+                fn_name,
+                case,
+                f"the top indices have shape {list(top.shape)}, "
+                f"expected {list(expected_top.shape)}",
+                None,
+            )
+        if scores.dtype != expected_scores.dtype:
+            _fail(
+                fn_name,
+                case,
+                f"the scores are {scores.dtype}, expected {expected_scores.dtype}",
+                "wrong_dtype",
+            )
+        bad = ~scores.isfinite()
+        if bad.any():
+            empty = (doc_mask.long().sum(dim=1) == 0)[None, :]  # [1, N]
+            mistake = "empty_sequence_nan" if not (bad & ~empty).any() else None
+            _fail(fn_name, case, "the scores contain NaN or inf", mistake)
+        tol = _tolerance(expected_scores.dtype)
+        if _close(scores, expected_scores, *tol) and torch.equal(top, expected_top):
+            continue
+        variants = {
+            key: lambda key=key, args=case.args: _search_variant(*args, key)
+            for key in _SEARCH_MISTAKES
+        }
+        mistake = _match_variant((scores, top), variants, tol)
+        if not _close(scores, expected_scores, *tol):
+            problem = f"the scores differ: {_difference(scores, expected_scores)}"
+        else:
+            problem = f"the top indices are {top.tolist()}, expected {expected_top.tolist()}"
+        _fail(fn_name, case, problem, mistake)
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 7: the online softmax, attention one block of keys at a time.
+
+
+def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.Tensor:
+    """Block-wise attention with one deliberate deviation, computed in float64."""
+    q = query.double() / math.sqrt(query.shape[-1])  # [..., Tq, Dk]
+    k, v = key.double(), value.double()
+    key_len = k.shape[-2]
+    if mistake == "last_block_dropped":
+        key_len = key_len // block_size * block_size
+    row_max = torch.full((*q.shape[:-1], 1), -math.inf, dtype=torch.float64)  # [..., Tq, 1]
+    row_sum = torch.zeros_like(row_max)  # [..., Tq, 1]
+    acc = torch.zeros(*torch.broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1])
+    acc = acc.double()  # [..., Tq, Dv]
+    for start in range(0, key_len, block_size):
+        block = slice(start, start + block_size)
+        scores = q @ k[..., block, :].transpose(-2, -1)  # [..., Tq, Tb]
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))  # [..., Tq, 1]
+        rescale = torch.exp(row_max - new_max)  # [..., Tq, 1]
+        if mistake == "rescale_inverted":
+            rescale = torch.exp(new_max - row_max).nan_to_num(nan=1.0)  # the first block: inf - inf
+        p = torch.exp(scores - new_max)  # [..., Tq, Tb]
+        keep_sum = mistake in ("sum_not_rescaled", "nothing_rescaled")
+        keep_acc = mistake in ("acc_not_rescaled", "nothing_rescaled")
+        row_sum = (row_sum if keep_sum else row_sum * rescale) + p.sum(dim=-1, keepdim=True)
+        acc = (acc if keep_acc else acc * rescale) + p @ v[..., block, :]
+        row_max = new_max
+    output = acc if mistake == "not_divided_by_sum" else acc / row_sum
+    return output.to(query.dtype)
+
+
+_ONLINE_MISTAKES = (
+    "sum_not_rescaled",
+    "acc_not_rescaled",
+    "nothing_rescaled",
+    "rescale_inverted",
+    "not_divided_by_sum",
+    "last_block_dropped",
+)
+
+
+def _online_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(7)
+
+    def case(name, shapes, block_size, scale=1.0, dtype=torch.float32, **kwargs):
+        tensors = tuple(_randn(g, *shape, dtype=dtype) for shape in shapes)
+        args = (scale * tensors[0], scale * tensors[1], tensors[2], block_size)
+        return _Case(name, args, **kwargs)
+
+    # Every score far below 0: q . k = -400 for every pair, so each row is uniform.
+    negative = (torch.full((1, 2, 4), 10.0), torch.full((1, 6, 4), -10.0))
+    return [
+        case(
+            "B=2, 3 queries, 8 keys in blocks of 4, d_k=4, d_v=6",
+            [(2, 3, 4), (2, 8, 4), (2, 8, 6)],
+            4,
+        ),
+        case(
+            "10 keys in blocks of 4: the last block holds 2", [(2, 3, 4), (2, 10, 4), (2, 10, 6)], 4
+        ),
+        case("blocks of 1: one key at a time", [(1, 4, 8), (1, 5, 8), (1, 5, 8)], 1),
+        case("block_size 16 > 6 keys: a single block", [(2, 3, 8), (2, 6, 8), (2, 6, 8)], 16),
+        case("heads [2, 3, 7, 8], blocks of 3", [(2, 3, 7, 8), (2, 3, 7, 8), (2, 3, 7, 8)], 3),
+        case(
+            "large scores (hundreds apart), 12 keys in blocks of 3",
+            [(1, 4, 8), (1, 12, 8), (1, 12, 4)],
+            3,
+            scale=10.0,
+            large_scores=True,
+        ),
+        _Case(
+            "every score far below 0 (-200), 6 keys in blocks of 2",
+            (*negative, _randn(g, 1, 6, 3), 2),
+        ),
+        case(
+            "float64 inputs, blocks of 5",
+            [(2, 4, 8), (2, 12, 8), (2, 12, 8)],
+            5,
+            dtype=torch.float64,
+        ),
+        case(
+            "a long sequence: 4 queries, 2048 keys in blocks of 64 (memory is counted)",
+            [(1, 4, 16), (1, 2048, 16), (1, 2048, 16)],
+            64,
+            count_memory=True,
+        ),
+    ]
+
+
+def check_online_softmax(fn: Callable) -> None:
+    """Check a learner's ``fn(query, key, value, block_size) -> output`` (Lab 7).
+
+    ``fn`` receives ``query`` ``[..., Tq, Dk]``, ``key`` ``[..., Tk, Dk]``, ``value``
+    ``[..., Tk, Dv]`` and an int ``block_size``, and must return the output of scaled
+    dot-product attention, ``[..., Tq, Dv]`` in the dtype of ``query``, computed as
+    :func:`attention_lab.efficient.tiled_attention` does: the keys visited one block at a time
+    with an online softmax (a running maximum, a running sum and a running weighted sum of
+    values per query). Cases: full blocks, a shorter last block, blocks of 1, a single block,
+    four-dimensional inputs, scores hundreds apart, scores far below 0, ``float64``, and a long
+    sequence on which the memory the call allocates is counted (:func:`~attention_lab.
+    efficient.peak_memory`): it must stay below the size of the full ``[Tq, Tk]`` scores.
+
+    Mistakes it names: ``sum_not_rescaled``, ``acc_not_rescaled``, ``nothing_rescaled``,
+    ``rescale_inverted``, ``not_divided_by_sum``, ``last_block_dropped``, ``online_overflow``,
+    ``max_started_at_zero``, ``full_score_matrix``, ``no_scaling``, ``wrong_dtype`` (see
+    :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _online_cases()
+    fn_name = _name(fn)
+    for case in cases:
+        query, key, value, block_size = case.args
+        expected = tiled_attention(query, key, value, block_size=block_size)
+        if case.count_memory:
+            results: list = []
+            peak = peak_memory(lambda case=case, results=results: results.append(_run(fn, case)))
+            (output,) = results
+        else:
+            output, peak = _run(fn, case), 0
+        if isinstance(output, tuple | list):
+            _fail(
+                fn_name,
+                case,
+                f"it returned a {type(output).__name__} of {len(output)}; return only the output"
+                " tensor (the point is never to hold the weights)",
+                None,
+            )
+        if not isinstance(output, torch.Tensor):
+            _fail(fn_name, case, f"it returned {type(output).__name__}, not a tensor", None)
+        if output.shape != expected.shape:
+            _fail(
+                fn_name,
+                case,
+                f"the output has shape {list(output.shape)}, expected {list(expected.shape)}",
+                None,
+            )
+        if output.dtype != expected.dtype:
+            _fail(
+                fn_name,
+                case,
+                f"the output is {output.dtype}, expected {expected.dtype}",
+                "wrong_dtype",
+            )
+        if not output.isfinite().all():
+            # Scores of a few units cannot overflow a correct loop: inf there comes from the
+            # inverted factor exp(m_new - m_old) on the first block, where m_old = -inf.
+            if case.large_scores:
+                mistake = "online_overflow"
+            else:
+                mistake = "max_started_at_zero" if "below 0" in case.name else "rescale_inverted"
+            _fail(fn_name, case, "the output contains NaN or inf", mistake)
+        tol = _tolerance(expected.dtype)
+        if not _close(output, expected, *tol):
+            variants = {
+                key: lambda key=key, args=case.args: (_online_variant(*args, key),)
+                for key in _ONLINE_MISTAKES
+            }
+            variants["no_scaling"] = lambda q=query, k=key, v=value, b=block_size: (
+                _online_variant(q * math.sqrt(q.shape[-1]), k, v, b, ""),
+            )
+            mistake = _match_variant((output,), variants, tol)
+            _fail(fn_name, case, f"the output differs: {_difference(output, expected)}", mistake)
+        full_scores = query.shape[-2] * key.shape[-2] * query.element_size()
+        full_scores *= math.prod(torch.broadcast_shapes(query.shape[:-2], key.shape[:-2]))
+        if peak >= full_scores:
+            _fail(
+                fn_name,
+                case,
+                f"the call allocated {peak:,} bytes at its peak, at least the {full_scores:,} "
+                "bytes of the full score matrix",
+                "full_score_matrix",
+            )
     _success(fn, cases)
