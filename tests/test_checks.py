@@ -663,6 +663,8 @@ LAB_CHECKS = {
     "03_positional_encoding": "check_sinusoidal_encoding",
     "04_masks": "check_masked_attention",
     "05_encoder_layer": "check_encoder_layer",
+    "06_pooling_and_search": "check_pooling_and_search",
+    "07_online_softmax": "check_online_softmax",
 }
 
 

@@ -1499,8 +1499,9 @@ def check_online_softmax(fn: Callable) -> None:
     with an online softmax (a running maximum, a running sum and a running weighted sum of
     values per query). Cases: full blocks, a shorter last block, blocks of 1, a single block,
     four-dimensional inputs, scores hundreds apart, scores far below 0, ``float64``, and a long
-    sequence on which the memory the call allocates is counted (:func:`~attention_lab.
-    efficient.peak_memory`): it must stay below the size of the full ``[Tq, Tk]`` scores.
+    sequence on which the memory the call allocates is counted
+    (:func:`~attention_lab.efficient.peak_memory`): it must stay below the size of the full
+    ``[Tq, Tk]`` scores.
 
     Mistakes it names: ``sum_not_rescaled``, ``acc_not_rescaled``, ``nothing_rescaled``,
     ``rescale_inverted``, ``not_divided_by_sum``, ``last_block_dropped``, ``online_overflow``,
