@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from torch.nn import functional as F
 
 from attention_lab import checks
+from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.checks import MISTAKES
+from attention_lab.positional import sinusoidal_encoding
 from conftest import ROOT
 
 LABS = ROOT / "notebooks_src" / "labs"
@@ -302,6 +304,56 @@ def online_attention(
     return acc / row_sum if divide else acc
 
 
+def decode(
+    attention,
+    x,
+    *,
+    cat_dim=2,
+    start_empty=True,
+    positions="right",
+    replace=False,
+    append_after=False,
+    recompute=False,
+):
+    batch, length, d_model = x.shape
+    heads = attention.num_heads
+    head_dim = d_model // heads
+    encoding = sinusoidal_encoding(length, d_model)
+
+    def split(y):
+        return y.view(batch, y.shape[1], heads, head_dim).transpose(1, 2)
+
+    keys = torch.zeros(batch, heads, 0, head_dim) if start_empty else None
+    values = keys
+    outputs = []
+    for t in range(length):
+        position = {"right": t, "restart": 0}.get(positions)
+        token = x[:, t : t + 1]
+        if position is not None:
+            token = token + encoding[position]
+        if recompute:
+            prefix = x[:, : t + 1] + encoding[: t + 1]
+            keys, values = split(attention.k_proj(prefix)), split(attention.v_proj(prefix))
+        q, k, v = (
+            split(proj(token)) for proj in (attention.q_proj, attention.k_proj, attention.v_proj)
+        )
+        if append_after:
+            if keys.shape[2] == 0:
+                out = torch.zeros_like(q)
+            else:
+                out, _ = scaled_dot_product_attention(q, keys, values)
+        if recompute:
+            pass
+        elif replace or keys is None:
+            keys, values = k, v
+        else:
+            keys, values = torch.cat([keys, k], dim=cat_dim), torch.cat([values, v], dim=cat_dim)
+        if not append_after:
+            out, _ = scaled_dot_product_attention(q, keys, values)
+        outputs.append(attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)))
+    return torch.cat(outputs, dim=1), keys
+
+
 def calls_the_layer(x, layer, mask=None):
     return layer(x, mask)
 
@@ -356,6 +408,7 @@ RIGHT = [
     (checks.check_encoder_layer, encoder_layer),
     (checks.check_pooling_and_search, search),
     (checks.check_online_softmax, online_attention),
+    (checks.check_kv_cache_decoding, decode),
 ]
 CHECK_IDS = [check.__name__ for check, _ in RIGHT]
 
@@ -560,6 +613,22 @@ WRONG = [
     (checks.check_online_softmax, with_(online_attention, start=0.0), "max_started_at_zero"),
     (checks.check_online_softmax, with_(online_attention, full_scores=True), "full_score_matrix"),
     (checks.check_online_softmax, with_(online_attention, scale=False), "no_scaling"),
+    (checks.check_kv_cache_decoding, with_(decode, cat_dim=1), "cache_wrong_axis"),
+    (checks.check_kv_cache_decoding, with_(decode, cat_dim=-1), "cache_wrong_axis"),
+    (
+        checks.check_kv_cache_decoding,
+        with_(decode, cat_dim=1, start_empty=False),
+        "cache_wrong_axis",
+    ),
+    (checks.check_kv_cache_decoding, with_(decode, positions="restart"), "positions_restart"),
+    (checks.check_kv_cache_decoding, with_(decode, positions="none"), "no_positions"),
+    (checks.check_kv_cache_decoding, with_(decode, replace=True), "cache_replaced"),
+    (
+        checks.check_kv_cache_decoding,
+        with_(decode, append_after=True),
+        "appended_after_attending",
+    ),
+    (checks.check_kv_cache_decoding, with_(decode, recompute=True), "prefix_recomputed"),
 ]
 
 
