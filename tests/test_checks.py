@@ -734,6 +734,7 @@ LAB_CHECKS = {
     "05_encoder_layer": "check_encoder_layer",
     "06_pooling_and_search": "check_pooling_and_search",
     "07_online_softmax": "check_online_softmax",
+    "08_kv_cache_decoding": "check_kv_cache_decoding",
 }
 
 

@@ -68,7 +68,7 @@ def made_notebooks(tmp_path_factory):
     return out
 
 
-def test_there_are_seven_labs():
+def test_there_are_eight_labs():
     assert NAMES == [
         "01_scaled_dot_product_attention",
         "02_multi_head_attention",
@@ -77,6 +77,7 @@ def test_there_are_seven_labs():
         "05_encoder_layer",
         "06_pooling_and_search",
         "07_online_softmax",
+        "08_kv_cache_decoding",
     ]
 
 
