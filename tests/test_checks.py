@@ -354,6 +354,22 @@ def decode(
     return torch.cat(outputs, dim=1), keys
 
 
+def scores_only(*args):
+    return search(*args)[0]
+
+
+def search_in_float64(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    return search(query_hidden.double(), query_mask, doc_hidden.double(), doc_mask, k)
+
+
+def online_in_float64(query, key, value, block_size):
+    return online_attention(query.double(), key.double(), value.double(), block_size)
+
+
+def outputs_only(attention, x):
+    return decode(attention, x)[0]
+
+
 def calls_the_layer(x, layer, mask=None):
     return layer(x, mask)
 
@@ -629,6 +645,13 @@ WRONG = [
         "appended_after_attending",
     ),
     (checks.check_kv_cache_decoding, with_(decode, recompute=True), "prefix_recomputed"),
+]
+# The shared mistakes, on the checks that test them with their own code.
+WRONG += [
+    (checks.check_pooling_and_search, scores_only, "not_a_pair"),
+    (checks.check_pooling_and_search, search_in_float64, "wrong_dtype"),
+    (checks.check_online_softmax, online_in_float64, "wrong_dtype"),
+    (checks.check_kv_cache_decoding, outputs_only, "not_a_pair"),
 ]
 
 
