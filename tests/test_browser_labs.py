@@ -21,6 +21,9 @@ LABS = {
     "03_positional_encoding": "my_encoding",
     "04_masks": "my_masked_attention",
     "05_encoder_layer": "my_encoder_layer",
+    "06_pooling_and_search": "my_search",
+    "07_online_softmax": "my_online_attention",
+    "08_kv_cache_decoding": "my_decode",
 }
 
 

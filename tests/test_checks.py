@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from torch.nn import functional as F
 
 from attention_lab import checks
+from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.checks import MISTAKES
+from attention_lab.positional import sinusoidal_encoding
 from conftest import ROOT
 
 LABS = ROOT / "notebooks_src" / "labs"
@@ -55,7 +57,10 @@ def attention(
         "none": scores,
         "dk": scores / d_k,
         "times": scores * math.sqrt(d_k),
+        "after_softmax": scores,
     }[scale]
+    if mask is not None and mask_mode == "multiply":
+        scores = scores * mask
     if mask is not None and mask_mode in ("right", "inverted"):
         blocked = ~mask if mask_mode == "right" else mask
         fill_value = torch.finfo(scores.dtype).min if fill is None else fill
@@ -67,6 +72,8 @@ def attention(
         weights = exponentials / exponentials.sum(dim=dim, keepdim=True)
     else:
         weights = F.softmax(scores, dim=dim)
+    if scale == "after_softmax":
+        weights = weights / math.sqrt(d_k)
     if mask is not None and mask_mode == "after_softmax":
         weights = weights * mask
     if mask is not None and mask_mode == "right" and zero_masked_rows:
@@ -99,7 +106,7 @@ def multi_head(
     head_dim = d_model // num_heads
 
     def split_heads(x):
-        length = x.size(1)
+        length = query_len if split == "query_length" else x.size(1)
         if split == "no_transpose":
             return x.view(batch, num_heads, length, head_dim)
         if split == "swapped":
@@ -108,15 +115,19 @@ def multi_head(
 
     q, k, v = split_heads(query), split_heads(key), split_heads(value)
     scores = q @ k.transpose(-2, -1)
-    scores = scores / {"sqrt_dk": math.sqrt(head_dim), "sqrt_d_model": math.sqrt(d_model)}.get(
-        scale, 1.0
-    )
+    divisor = {"sqrt_dk": math.sqrt(head_dim), "sqrt_d_model": math.sqrt(d_model)}
+    if scale != "after_softmax":
+        scores = scores / divisor.get(scale, 1.0)
     weights = torch.softmax(scores, dim=dim)
+    if scale == "after_softmax":
+        weights = weights / math.sqrt(head_dim)
     out = weights @ v
     if merge == "none":
         return out, weights
     if merge == "no_transpose":
         out = out.contiguous().view(batch, query_len, d_model)
+    elif merge == "permute_0231":
+        out = out.permute(0, 2, 3, 1).reshape(batch, query_len, d_model)
     elif merge == "view_after_transpose":
         out = out.transpose(1, 2).view(batch, query_len, d_model)
     else:
@@ -163,7 +174,17 @@ def encoder_layer(x, layer, mask=None, *, mistake=None):
         pre = not pre
     if mistake == "norms_swapped":
         norm1, norm2 = norm2, norm1
+    if mistake == "norm1_twice":
+        norm2 = norm1
     attn_mask = None if mistake == "mask_ignored" else mask
+    if pre and mistake in ("normalised_residual", "normalised_residual_in_attention"):
+        h = norm1(x)
+        attended, weights = layer.self_attn(h, mask=attn_mask)
+        x = h + layer.dropout1(attended)
+        if mistake == "normalised_residual_in_attention":
+            return x + layer.dropout2(layer.feed_forward(norm2(x))), weights
+        h = norm2(x)
+        return h + layer.dropout2(layer.feed_forward(h)), weights
     if pre:
         attended, weights = layer.self_attn(norm1(x), mask=attn_mask)
         x = x + layer.dropout1(attended)
@@ -196,6 +217,157 @@ def encoder_layer_post_norm_only(x, layer, mask=None):
     attended, weights = layer.self_attn(x, mask=mask)
     x = layer.norm1(x + attended)
     return layer.norm2(x + layer.feed_forward(x)), weights
+
+
+def search(
+    query_hidden,
+    query_mask,
+    doc_hidden,
+    doc_mask,
+    k,
+    *,
+    pool="masked",
+    unsqueeze=True,
+    clamp=True,
+    normalise="both",
+    dim=-1,
+    transpose=False,
+    rank="topk",
+):
+    def mean_pool(hidden, mask):
+        if pool == "all":
+            return hidden.mean(dim=1)
+        weights = mask.unsqueeze(-1) if unsqueeze else mask
+        weights = weights.to(hidden.dtype)
+        count = weights.sum(dim=1)
+        if clamp:
+            count = count.clamp(min=1e-9)
+        return (hidden * weights).sum(dim=1) / count
+
+    queries, documents = mean_pool(query_hidden, query_mask), mean_pool(doc_hidden, doc_mask)
+    if normalise == "by_hand":
+        queries = queries / queries.norm(dim=-1, keepdim=True)
+        documents = documents / documents.norm(dim=-1, keepdim=True)
+    if normalise in ("both", "queries"):
+        queries = F.normalize(queries, dim=dim)
+    if normalise in ("both", "documents"):
+        documents = F.normalize(documents, dim=dim)
+    scores = documents @ queries.T if transpose else queries @ documents.T
+    if rank == "argsort":
+        return scores, scores.argsort(dim=-1)[:, :k]
+    if rank == "over_queries":
+        return scores, scores.topk(k, dim=0).indices
+    return scores, scores.topk(k, dim=-1).indices
+
+
+def online_attention(
+    query,
+    key,
+    value,
+    block_size,
+    *,
+    rescale_sum=True,
+    rescale_acc=True,
+    invert=False,
+    divide=True,
+    drop_last=False,
+    maximum="running",
+    start=-math.inf,
+    scale=True,
+    full_scores=False,
+):
+    q = query / math.sqrt(query.shape[-1]) if scale else query
+    if full_scores:
+        every_score = q @ key.transpose(-2, -1)
+    row_max = torch.full((*q.shape[:-1], 1), start, dtype=q.dtype)
+    row_sum = torch.zeros_like(row_max)
+    acc = torch.zeros(*q.shape[:-1], value.shape[-1], dtype=q.dtype)
+    key_len = key.shape[-2]
+    stop = key_len // block_size * block_size if drop_last else key_len
+    for begin in range(0, stop, block_size):
+        end = begin + block_size
+        if full_scores:
+            scores = every_score[..., begin:end]
+        else:
+            scores = q @ key[..., begin:end, :].transpose(-2, -1)
+        if maximum == "none":
+            new_max = torch.zeros_like(row_max)
+        elif maximum == "block":
+            new_max = scores.amax(dim=-1, keepdim=True)
+        else:
+            new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        rescale = torch.exp(new_max - row_max) if invert else torch.exp(row_max - new_max)
+        p = torch.exp(scores - new_max)
+        row_sum = (row_sum * rescale if rescale_sum else row_sum) + p.sum(dim=-1, keepdim=True)
+        acc = (acc * rescale if rescale_acc else acc) + p @ value[..., begin:end, :]
+        row_max = new_max
+    return acc / row_sum if divide else acc
+
+
+def decode(
+    attention,
+    x,
+    *,
+    cat_dim=2,
+    start_empty=True,
+    positions="right",
+    replace=False,
+    append_after=False,
+    recompute=False,
+):
+    batch, length, d_model = x.shape
+    heads = attention.num_heads
+    head_dim = d_model // heads
+    encoding = sinusoidal_encoding(length, d_model)
+
+    def split(y):
+        return y.view(batch, y.shape[1], heads, head_dim).transpose(1, 2)
+
+    keys = torch.zeros(batch, heads, 0, head_dim) if start_empty else None
+    values = keys
+    outputs = []
+    for t in range(length):
+        position = {"right": t, "restart": 0}.get(positions)
+        token = x[:, t : t + 1]
+        if position is not None:
+            token = token + encoding[position]
+        if recompute:
+            prefix = x[:, : t + 1] + encoding[: t + 1]
+            keys, values = split(attention.k_proj(prefix)), split(attention.v_proj(prefix))
+        q, k, v = (
+            split(proj(token)) for proj in (attention.q_proj, attention.k_proj, attention.v_proj)
+        )
+        if append_after:
+            if keys.shape[2] == 0:
+                out = torch.zeros_like(q)
+            else:
+                out, _ = scaled_dot_product_attention(q, keys, values)
+        if recompute:
+            pass
+        elif replace or keys is None:
+            keys, values = k, v
+        else:
+            keys, values = torch.cat([keys, k], dim=cat_dim), torch.cat([values, v], dim=cat_dim)
+        if not append_after:
+            out, _ = scaled_dot_product_attention(q, keys, values)
+        outputs.append(attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)))
+    return torch.cat(outputs, dim=1), keys
+
+
+def scores_only(*args):
+    return search(*args)[0]
+
+
+def search_in_float64(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    return search(query_hidden.double(), query_mask, doc_hidden.double(), doc_mask, k)
+
+
+def online_in_float64(query, key, value, block_size):
+    return online_attention(query.double(), key.double(), value.double(), block_size)
+
+
+def outputs_only(attention, x):
+    return decode(attention, x)[0]
 
 
 def calls_the_layer(x, layer, mask=None):
@@ -250,6 +422,9 @@ RIGHT = [
     (checks.check_sinusoidal_encoding, encoding),
     (checks.check_masked_attention, masked()),
     (checks.check_encoder_layer, encoder_layer),
+    (checks.check_pooling_and_search, search),
+    (checks.check_online_softmax, online_attention),
+    (checks.check_kv_cache_decoding, decode),
 ]
 CHECK_IDS = [check.__name__ for check, _ in RIGHT]
 
@@ -293,6 +468,11 @@ WRONG = [
     (checks.check_scaled_dot_product_attention, unmasked(softmax=False), "no_softmax"),
     (
         checks.check_scaled_dot_product_attention,
+        unmasked(scale="after_softmax"),
+        "scaled_after_softmax",
+    ),
+    (
+        checks.check_scaled_dot_product_attention,
         unmasked(transpose_scores=True),
         "scores_transposed",
     ),
@@ -309,8 +489,18 @@ WRONG = [
     ),
     (
         checks.check_multi_head_attention,
+        with_(multi_head, merge="permute_0231"),
+        "merge_wrong_permutation",
+    ),
+    (
+        checks.check_multi_head_attention,
         with_(multi_head, split="no_transpose"),
         "split_without_transpose",
+    ),
+    (
+        checks.check_multi_head_attention,
+        with_(multi_head, split="query_length"),
+        "split_with_query_length",
     ),
     (
         checks.check_multi_head_attention,
@@ -335,6 +525,11 @@ WRONG = [
         "scaled_by_sqrt_d_model",
     ),
     (checks.check_multi_head_attention, with_(multi_head, scale="none"), "no_scaling"),
+    (
+        checks.check_multi_head_attention,
+        with_(multi_head, scale="after_softmax"),
+        "scaled_after_softmax",
+    ),
     (checks.check_multi_head_attention, with_(multi_head, dim=-2), "softmax_axis"),
     (checks.check_sinusoidal_encoding, with_(encoding, swap=True), "sin_cos_swapped"),
     (checks.check_sinusoidal_encoding, with_(encoding, exponent="i"), "frequency_i_not_2i"),
@@ -352,6 +547,8 @@ WRONG = [
     (checks.check_masked_attention, masked(mask_mode="inverted", fill=-1e9), "mask_polarity"),
     (checks.check_masked_attention, ignores_mask, "mask_ignored"),
     (checks.check_masked_attention, masked(mask_mode="after_softmax"), "mask_after_softmax"),
+    (checks.check_masked_attention, masked(mask_mode="multiply"), "scores_times_mask"),
+    (checks.check_masked_attention, masked(scale="after_softmax"), "scaled_after_softmax"),
     (
         checks.check_masked_attention,
         masked(fill=float("-inf"), zero_masked_rows=False),
@@ -386,11 +583,75 @@ WRONG = [
         "norm_outside_residual",
     ),
     (checks.check_encoder_layer, with_(encoder_layer, mistake="norms_swapped"), "norms_swapped"),
+    (checks.check_encoder_layer, with_(encoder_layer, mistake="norm1_twice"), "norm1_used_twice"),
+    (
+        checks.check_encoder_layer,
+        with_(encoder_layer, mistake="normalised_residual"),
+        "pre_norm_residual_normalised",
+    ),
+    (
+        checks.check_encoder_layer,
+        with_(encoder_layer, mistake="normalised_residual_in_attention"),
+        "pre_norm_residual_normalised",
+    ),
     (
         checks.check_encoder_layer,
         with_(encoder_layer, mistake="mask_ignored"),
         "encoder_mask_ignored",
     ),
+    (checks.check_pooling_and_search, with_(search, pool="all"), "mean_over_padding"),
+    (checks.check_pooling_and_search, with_(search, unsqueeze=False), "pool_mask_not_unsqueezed"),
+    (checks.check_pooling_and_search, with_(search, clamp=False), "empty_sequence_nan"),
+    (checks.check_pooling_and_search, with_(search, normalise="by_hand"), "empty_sequence_nan"),
+    (checks.check_pooling_and_search, with_(search, normalise="none"), "cosine_not_normalised"),
+    (checks.check_pooling_and_search, with_(search, dim=0), "normalised_wrong_axis"),
+    (checks.check_pooling_and_search, with_(search, normalise="queries"), "normalised_one_side"),
+    (checks.check_pooling_and_search, with_(search, normalise="documents"), "normalised_one_side"),
+    (checks.check_pooling_and_search, with_(search, transpose=True), "search_scores_transposed"),
+    (
+        checks.check_pooling_and_search,
+        with_(search, rank="over_queries"),
+        "search_scores_transposed",
+    ),
+    (checks.check_pooling_and_search, with_(search, rank="argsort"), "ranked_ascending"),
+    (checks.check_online_softmax, with_(online_attention, rescale_sum=False), "sum_not_rescaled"),
+    (checks.check_online_softmax, with_(online_attention, rescale_acc=False), "acc_not_rescaled"),
+    (
+        checks.check_online_softmax,
+        with_(online_attention, rescale_sum=False, rescale_acc=False),
+        "nothing_rescaled",
+    ),
+    (checks.check_online_softmax, with_(online_attention, invert=True), "rescale_inverted"),
+    (checks.check_online_softmax, with_(online_attention, divide=False), "not_divided_by_sum"),
+    (checks.check_online_softmax, with_(online_attention, drop_last=True), "last_block_dropped"),
+    (checks.check_online_softmax, with_(online_attention, maximum="none"), "online_overflow"),
+    (checks.check_online_softmax, with_(online_attention, maximum="block"), "online_overflow"),
+    (checks.check_online_softmax, with_(online_attention, start=0.0), "max_started_at_zero"),
+    (checks.check_online_softmax, with_(online_attention, full_scores=True), "full_score_matrix"),
+    (checks.check_online_softmax, with_(online_attention, scale=False), "no_scaling"),
+    (checks.check_kv_cache_decoding, with_(decode, cat_dim=1), "cache_wrong_axis"),
+    (checks.check_kv_cache_decoding, with_(decode, cat_dim=-1), "cache_wrong_axis"),
+    (
+        checks.check_kv_cache_decoding,
+        with_(decode, cat_dim=1, start_empty=False),
+        "cache_wrong_axis",
+    ),
+    (checks.check_kv_cache_decoding, with_(decode, positions="restart"), "positions_restart"),
+    (checks.check_kv_cache_decoding, with_(decode, positions="none"), "no_positions"),
+    (checks.check_kv_cache_decoding, with_(decode, replace=True), "cache_replaced"),
+    (
+        checks.check_kv_cache_decoding,
+        with_(decode, append_after=True),
+        "appended_after_attending",
+    ),
+    (checks.check_kv_cache_decoding, with_(decode, recompute=True), "prefix_recomputed"),
+]
+# The shared mistakes, on the checks that test them with their own code.
+WRONG += [
+    (checks.check_pooling_and_search, scores_only, "not_a_pair"),
+    (checks.check_pooling_and_search, search_in_float64, "wrong_dtype"),
+    (checks.check_online_softmax, online_in_float64, "wrong_dtype"),
+    (checks.check_kv_cache_decoding, outputs_only, "not_a_pair"),
 ]
 
 
@@ -494,6 +755,9 @@ LAB_CHECKS = {
     "03_positional_encoding": "check_sinusoidal_encoding",
     "04_masks": "check_masked_attention",
     "05_encoder_layer": "check_encoder_layer",
+    "06_pooling_and_search": "check_pooling_and_search",
+    "07_online_softmax": "check_online_softmax",
+    "08_kv_cache_decoding": "check_kv_cache_decoding",
 }
 
 

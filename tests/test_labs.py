@@ -68,13 +68,16 @@ def made_notebooks(tmp_path_factory):
     return out
 
 
-def test_there_are_five_labs():
+def test_there_are_eight_labs():
     assert NAMES == [
         "01_scaled_dot_product_attention",
         "02_multi_head_attention",
         "03_positional_encoding",
         "04_masks",
         "05_encoder_layer",
+        "06_pooling_and_search",
+        "07_online_softmax",
+        "08_kv_cache_decoding",
     ]
 
 

@@ -28,17 +28,23 @@ from dataclasses import dataclass, field
 from typing import Any, Callable  # noqa: UP035
 
 import torch
+from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
+from attention_lab.efficient import peak_memory, tiled_attention
 from attention_lab.layers import EncoderLayer
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
 from attention_lab.positional import sinusoidal_encoding
+from attention_lab.pretrained import mean_pool
 
 __all__ = [
     "MISTAKES",
     "check_encoder_layer",
+    "check_kv_cache_decoding",
     "check_masked_attention",
     "check_multi_head_attention",
+    "check_online_softmax",
+    "check_pooling_and_search",
     "check_scaled_dot_product_attention",
     "check_sinusoidal_encoding",
 ]
@@ -58,6 +64,10 @@ MISTAKES: dict[str, str] = {
         "head (d_k = d_model / num_heads)"
     ),
     "no_softmax": "no softmax: the weights are the raw scaled scores; apply softmax over dim=-1",
+    "scaled_after_softmax": (
+        "scaling applied after the softmax: the weights then sum to 1/sqrt(d_k), not to 1; "
+        "divide the scores by sqrt(d_k) before the softmax, which sharpens or flattens them"
+    ),
     "scores_transposed": (
         "scores not Q K^T: compute query @ key.transpose(-2, -1), shape [..., Tq, Tk] (not "
         "K Q^T, nor Q K without transposing the keys); then weights @ value is [..., Tq, Dv]"
@@ -92,6 +102,16 @@ MISTAKES: dict[str, str] = {
     "split_and_merge_without_transpose": (
         "heads split and merged with view/reshape but no transpose: each 'head' then mixes "
         "positions; view as [B, T, H, Dh] and transpose(1, 2), and transpose back before merging"
+    ),
+    "merge_wrong_permutation": (
+        "heads merged with the wrong permutation: [B, H, Tq, Dh] must become [B, Tq, H, Dh], "
+        "permute(0, 2, 1, 3) or transpose(1, 2), before reshaping to [B, Tq, D]; another order "
+        "(such as permute(0, 2, 3, 1), which gives [B, Tq, Dh, H]) interleaves the heads' "
+        "features or mixes positions"
+    ),
+    "split_with_query_length": (
+        "keys or values split with the query's length: in cross-attention Tk differs from Tq, "
+        "so split each tensor with its own length, x.view(B, x.shape[1], num_heads, head_dim)"
     ),
     "heads_and_width_swapped": (
         "num_heads and head_dim swapped: split into num_heads heads of width "
@@ -137,6 +157,11 @@ MISTAKES: dict[str, str] = {
         "(scores.masked_fill(~mask, ...))"
     ),
     "mask_ignored": "the mask is ignored: blocked keys must get a weight of exactly 0",
+    "scores_times_mask": (
+        "scores multiplied by the mask: a blocked score becomes 0, not a very negative number, "
+        "and exp(0) = 1 still gives that key a weight; fill the blocked scores instead, "
+        "scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"
+    ),
     "mask_after_softmax": (
         "weights zeroed after the softmax without renormalising: the rows no longer sum to 1; "
         "mask the scores before the softmax"
@@ -174,8 +199,121 @@ MISTAKES: dict[str, str] = {
     "norms_swapped": (
         "norm1 and norm2 swapped: norm1 belongs to the attention, norm2 to the feed-forward"
     ),
+    "norm1_used_twice": (
+        "norm1 used for both sub-layers: the feed-forward sub-layer has its own LayerNorm, "
+        "norm2, with its own learned scale and shift"
+    ),
+    "pre_norm_residual_normalised": (
+        "the pre-norm residual adds the normalised x: normalise only the sub-layer's input and "
+        "add the sub-layer's output to the unnormalised x, x = x + attention(norm1(x)), "
+        "not h = norm1(x); x = h + attention(h)"
+    ),
     "encoder_mask_ignored": (
         "the mask is not passed to the self-attention: layer.self_attn(..., mask=mask)"
+    ),
+    # Pooling and search.
+    "mean_over_padding": (
+        "the mean runs over the padding too: multiply the token vectors by the mask, sum over "
+        "the tokens, and divide by the number of real tokens, mask.sum(dim=1), not by T"
+    ),
+    "pool_mask_not_unsqueezed": (
+        "the mask [B, T] does not broadcast against the token vectors [B, T, D]: give it a "
+        "trailing axis, mask[..., None] (or mask.unsqueeze(-1)), shape [B, T, 1], so that it "
+        "multiplies every feature of a token"
+    ),
+    "empty_sequence_nan": (
+        "NaN for a sequence that is all padding: it has 0 real tokens and 0 / 0 is NaN; clamp "
+        "the count (count.clamp(min=1e-9)) so that its pooled vector is 0, and normalise with "
+        "F.normalize, which leaves a zero vector at 0 instead of dividing by its length 0"
+    ),
+    "cosine_not_normalised": (
+        "the scores are dot products of unnormalised vectors, not cosines: scale each pooled "
+        "vector to length 1 first, F.normalize(pooled, dim=-1), then multiply"
+    ),
+    "normalised_wrong_axis": (
+        "vectors normalised over the wrong axis: dim=0 scales each feature across the batch; "
+        "each sentence's vector [D] must have length 1, F.normalize(pooled, dim=-1)"
+    ),
+    "normalised_one_side": (
+        "only one side normalised: the cosine needs both the queries' and the documents' "
+        "vectors scaled to length 1"
+    ),
+    "search_scores_transposed": (
+        "the scores are [N, Q], or ranked over the queries: compute queries @ documents.T, "
+        "[Q, N], one row per query, and rank each row over the documents, "
+        "scores.topk(k, dim=-1)"
+    ),
+    "ranked_ascending": (
+        "the ranking is upside down: you took the k smallest scores; the best matches have the "
+        "largest cosine, scores.topk(k, dim=-1) (largest=True, the default)"
+    ),
+    # Online softmax.
+    "sum_not_rescaled": (
+        "the running sum is not rescaled when the running maximum grows: multiply it by "
+        "exp(m_old - m_new) before adding the new block, as you do for the weighted sum"
+    ),
+    "acc_not_rescaled": (
+        "the weighted sum of values is not rescaled when the running maximum grows: multiply "
+        "it by exp(m_old - m_new) before adding the new block, as you do for the sum"
+    ),
+    "nothing_rescaled": (
+        "nothing is rescaled when the running maximum grows: the sum and the weighted sum so "
+        "far were computed relative to the old maximum; multiply both by exp(m_old - m_new)"
+    ),
+    "rescale_inverted": (
+        "rescaling factor inverted: going from the old maximum to a larger new one multiplies "
+        "the sums by exp(m_old - m_new), which is at most 1, not by exp(m_new - m_old); with "
+        "the maximum starting at -inf, the inverted factor is inf on the first block, and "
+        "0 * inf is NaN"
+    ),
+    "not_divided_by_sum": (
+        "the output is not divided by the running sum: after the last block return acc / "
+        "row_sum, the softmax-weighted average"
+    ),
+    "last_block_dropped": (
+        "the last, shorter block is skipped: when Tk is not a multiple of block_size, the "
+        "blocks are range(0, Tk, block_size), and the last one holds the remaining keys"
+    ),
+    "online_overflow": (
+        "exp overflowed on large scores (inf or NaN): subtract the running maximum, the "
+        "largest score in this block and every block before it, torch.maximum(row_max, "
+        "block_max), before exponentiating"
+    ),
+    "max_started_at_zero": (
+        "NaN when every score is far below 0: the running maximum must start at -inf (or "
+        "torch.finfo(dtype).min), not at 0; from 0, exp(score - 0) underflows to 0 and the "
+        "sum is 0"
+    ),
+    # Key/value cache.
+    "cache_wrong_axis": (
+        "the cache grows along the wrong axis: keys and values are [B, H, t, Dh] and grow "
+        "along the positions, dim=2 (torch.cat([keys, k], dim=2)), not along the batch, the "
+        "heads or the head width"
+    ),
+    "positions_restart": (
+        "every new token gets position 0: the token decoded at step t sits at position t "
+        "(the number of tokens already in the cache), so add row t of the encoding, not row 0"
+    ),
+    "no_positions": (
+        "no positional encoding: add the encoding of each token's position to its embedding "
+        "before the projections"
+    ),
+    "cache_replaced": (
+        "the cache is replaced instead of extended: each new token then sees only itself; "
+        "append its key and value to the keys and values of the earlier tokens"
+    ),
+    "appended_after_attending": (
+        "the new token attends before its own key and value are in the cache, so it cannot "
+        "see itself (and the first token sees nothing); append first, then attend"
+    ),
+    "prefix_recomputed": (
+        "the whole prefix is projected again at every step: with a cache, project only the "
+        "new token (one query, one key, one value per step) and reuse the cached keys and "
+        "values of the earlier ones"
+    ),
+    "full_score_matrix": (
+        "the whole [Tq, Tk] score matrix was built: compute only one block of scores, "
+        "[..., Tq, block_size], at a time, so that memory does not grow with Tq * Tk"
     ),
 }
 
@@ -194,6 +332,7 @@ class _Case:
     kwargs: dict = field(default_factory=dict)
     fully_masked_rows: torch.Tensor | None = None  # bool [..., Tq, 1] where every key is blocked
     large_scores: bool = False  # scores large enough to overflow a naive exp
+    count_memory: bool = False  # the memory the call allocates is counted (Lab 7)
 
 
 def _name(fn: Callable) -> str:
@@ -285,14 +424,18 @@ def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
 def _match_variant(
     got: Sequence[torch.Tensor], variants: dict[str, Callable[[], Sequence[torch.Tensor]]], tol
 ) -> str | None:
-    """The key of the first wrong variant whose results all match ``got``."""
+    """The key of the first wrong variant whose results all match ``got``.
+
+    A key may carry a suffix after a slash (``"merge_wrong_permutation/0312"``): several ways of
+    making one mistake, all named by the part before the slash.
+    """
     for key, compute in variants.items():
         try:
             expected = compute()
         except RuntimeError:  # a variant that makes no sense for these shapes
             continue
         if all(_close(g, e, *tol) for g, e in zip(got, expected, strict=True)):
-            return key
+            return key.partition("/")[0]
     return None
 
 
@@ -384,19 +527,28 @@ def _attention_variant(
     scores_transposed: bool = False,
     invert_mask: bool = False,
     mask_after_softmax: bool = False,
+    scale_after_softmax: bool = False,
+    multiply_by_mask: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention with one deliberate deviation; the defaults give the right answer."""
     dtype = query.dtype
     q, k, v = query.double(), key.double(), value.double()
     divisor = math.sqrt(q.shape[-1]) if divisor is None else divisor
-    scores = (k @ q.transpose(-2, -1) if scores_transposed else q @ k.transpose(-2, -1)) / divisor
+    scores = k @ q.transpose(-2, -1) if scores_transposed else q @ k.transpose(-2, -1)
+    if not scale_after_softmax:
+        scores = scores / divisor
     if mask is not None and invert_mask:
         mask = ~mask
+    if mask is not None and multiply_by_mask:
+        scores = scores * mask  # blocked scores become 0, and keep a weight
+        mask = None
     if mask is not None and not mask_after_softmax:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=dim) if softmax else scores
     if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
+    if scale_after_softmax:
+        weights = weights / divisor
     output = weights @ (k if use_keys else v)
     return output.to(dtype), weights.to(dtype)
 
@@ -413,6 +565,7 @@ def _attention_variants(query, key, value, mask=None) -> dict[str, Callable]:
         "scaled_by_d_k": variant(divisor=float(d_k)),
         "scale_multiplied": variant(divisor=1 / math.sqrt(d_k)),
         "no_softmax": variant(softmax=False),
+        "scaled_after_softmax": variant(scale_after_softmax=True),
         "weights_times_keys": variant(use_keys=True),
     }
 
@@ -498,9 +651,9 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
     inputs, a single token, unbatched inputs, ``float64`` and large scores.
 
     Mistakes it names: ``softmax_axis``, ``no_scaling``, ``scaled_by_d_k``,
-    ``scale_multiplied``, ``no_softmax``, ``scores_transposed``, ``weights_times_keys``,
-    ``output_is_weights``, ``pair_swapped``, ``not_a_pair``, ``overflow``, ``wrong_dtype``
-    (see :data:`MISTAKES`).
+    ``scale_multiplied``, ``no_softmax``, ``scaled_after_softmax``, ``scores_transposed``,
+    ``weights_times_keys``, ``output_is_weights``, ``pair_swapped``, ``not_a_pair``,
+    ``overflow``, ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -530,8 +683,19 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
 
 
 def _mha_variant(
-    query, key, value, num_heads, *, split="right", merge="right", divisor=None, dim=-1
+    query,
+    key,
+    value,
+    num_heads,
+    *,
+    split="right",
+    merge="right",
+    divisor=None,
+    dim=-1,
+    scale_after_softmax=False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Split, attend, merge with one deliberate deviation. ``merge`` is ``"right"``,
+    ``"no_transpose"`` or a permutation of ``[B, H, Tq, Dh]``'s axes such as ``(0, 2, 3, 1)``."""
     batch, query_len, d_model = query.shape
     head_dim = d_model // num_heads
 
@@ -541,12 +705,21 @@ def _mha_variant(
         return x.view(batch, x.shape[1], num_heads, head_dim).transpose(1, 2)  # [B, H, T, Dh]
 
     q, k, v = split_heads(query), split_heads(key), split_heads(value)
-    output, weights = _attention_variant(q, k, v, divisor=divisor, dim=dim)
+    output, weights = _attention_variant(
+        q, k, v, divisor=divisor, dim=dim, scale_after_softmax=scale_after_softmax
+    )
     if merge == "no_transpose":
         output = output.reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
+    elif isinstance(merge, tuple):
+        output = output.permute(merge).reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
     else:
         output = output.transpose(1, 2).reshape(batch, query_len, d_model)  # [B, Tq, D]
     return output, weights
+
+
+# Orders of [B, H, Tq, Dh]'s axes that keep the batch first but do not give [B, Tq, H, Dh]; the
+# identity is merge_without_transpose.
+_WRONG_MERGES = ((0, 1, 3, 2), (0, 2, 3, 1), (0, 3, 1, 2), (0, 3, 2, 1))
 
 
 def _mha_reference(query, key, value, num_heads):
@@ -600,10 +773,12 @@ def check_multi_head_attention(fn: Callable) -> None:
     cross-attention with ``Tq != Tk``, self-attention, one head, heads of width 1, a single
     token, ``float64``.
 
-    Mistakes it names: ``merge_without_transpose``, ``split_without_transpose``,
-    ``split_and_merge_without_transpose``, ``heads_and_width_swapped``, ``heads_not_merged``,
+    Mistakes it names: ``merge_without_transpose``, ``merge_wrong_permutation``,
+    ``split_without_transpose``, ``split_and_merge_without_transpose``,
+    ``split_with_query_length``, ``heads_and_width_swapped``, ``heads_not_merged``,
     ``weights_averaged``, ``view_after_transpose``, ``scaled_by_sqrt_d_model``, ``no_scaling``,
-    ``softmax_axis``, ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``scaled_after_softmax``, ``softmax_axis``, ``pair_swapped``, ``not_a_pair``,
+    ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -640,11 +815,24 @@ def check_multi_head_attention(fn: Callable) -> None:
             "split_and_merge_without_transpose": variant(
                 split="no_transpose", merge="no_transpose"
             ),
+            **{
+                f"merge_wrong_permutation/{''.join(map(str, order))}": variant(merge=order)
+                for order in _WRONG_MERGES
+            },
             "scaled_by_sqrt_d_model": variant(divisor=math.sqrt(d_model)),
             "no_scaling": variant(divisor=1.0),
+            "scaled_after_softmax": variant(scale_after_softmax=True),
             "softmax_axis": variant(dim=-2),
         }
-        result = _run(fn, case, _view_error)
+
+        def error_hint(error, b=batch, tq=query_len, tk=key_len, d=d_model):
+            # view(B, Tq, H, Dh) of a [B, Tk, D] tensor: "shape '[...]' is invalid for input
+            # of size B * Tk * D".
+            if tq != tk and f"is invalid for input of size {b * tk * d}" in str(error):
+                return "split_with_query_length"
+            return _view_error(error)
+
+        result = _run(fn, case, error_hint)
         _check_pair(
             _name(fn),
             case,
@@ -844,10 +1032,11 @@ def check_masked_attention(fn: Callable) -> None:
     a single token, and ``float16``.
 
     Mistakes it names: ``mask_polarity``, ``mask_ignored``, ``mask_after_softmax``,
-    ``nan_fully_masked``, ``uniform_fully_masked``, ``fill_overflow``, ``softmax_axis``,
-    ``no_scaling``, ``scaled_by_d_k``, ``scale_multiplied``, ``no_softmax``,
-    ``scores_transposed``, ``weights_times_keys``, ``output_is_weights``, ``pair_swapped``,
-    ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``scores_times_mask``, ``nan_fully_masked``, ``uniform_fully_masked``, ``fill_overflow``,
+    ``softmax_axis``, ``no_scaling``, ``scaled_by_d_k``, ``scale_multiplied``, ``no_softmax``,
+    ``scaled_after_softmax``, ``scores_transposed``, ``weights_times_keys``,
+    ``output_is_weights``, ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see
+    :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -874,6 +1063,7 @@ def check_masked_attention(fn: Callable) -> None:
             "mask_polarity": variant(invert_mask=True),
             "mask_ignored": lambda q=query, k=key, v=value: _attention_variant(q, k, v),
             "mask_after_softmax": variant(mask_after_softmax=True),
+            "scores_times_mask": variant(multiply_by_mask=True),
             **variants,
         }
         result = _run(fn, case, error_hint)
@@ -898,13 +1088,21 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
     pre = layer.norm_first
     if mistake == "norms_swapped":
         norm1, norm2 = norm2, norm1
+    if mistake == "norm1_used_twice":
+        norm2 = norm1
     if mistake in ("pre_norm_instead_of_post_norm", "post_norm_instead_of_pre_norm"):
         pre = not pre
     if mistake == "encoder_mask_ignored":
         mask = None
     attention_residual = mistake != "no_attention_residual"
     feed_forward_residual = mistake != "no_feed_forward_residual"
-    if pre:
+    if pre and mistake.startswith("pre_norm_residual_normalised"):
+        h = norm1(x)
+        attended, weights = attend(h, mask=mask)
+        x = h + attended
+        # Some make the mistake in the attention sub-layer only.
+        x = x + ff(norm2(x)) if mistake.endswith("/attention") else norm2(x) + ff(norm2(x))
+    elif pre:
         attended, weights = attend(norm1(x), mask=mask)
         x = x + attended if attention_residual else attended
         x = x + ff(norm2(x)) if feed_forward_residual else ff(norm2(x))
@@ -926,6 +1124,9 @@ _ENCODER_MISTAKES = (
     "no_feed_forward_residual",
     "norm_outside_residual",
     "norms_swapped",
+    "norm1_used_twice",
+    "pre_norm_residual_normalised",
+    "pre_norm_residual_normalised/attention",
     "encoder_mask_ignored",
 )
 
@@ -934,6 +1135,8 @@ _ARRANGEMENT_MISTAKES = {
     "pre_norm_instead_of_post_norm",
     "post_norm_instead_of_pre_norm",
     "norm_outside_residual",
+    "pre_norm_residual_normalised",
+    "pre_norm_residual_normalised/attention",
 }
 
 
@@ -997,9 +1200,10 @@ def check_encoder_layer(fn: Callable) -> None:
     token, and a GELU layer.
 
     Mistakes it names: ``pre_norm_instead_of_post_norm``, ``post_norm_instead_of_pre_norm``,
-    ``no_attention_residual``, ``no_feed_forward_residual``, ``norm_outside_residual``,
-    ``norms_swapped``, ``encoder_mask_ignored``, ``pair_swapped``, ``not_a_pair``,
-    ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``pre_norm_residual_normalised``, ``no_attention_residual``, ``no_feed_forward_residual``,
+    ``norm_outside_residual``, ``norms_swapped``, ``norm1_used_twice``,
+    ``encoder_mask_ignored``, ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see
+    :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -1018,7 +1222,11 @@ def check_encoder_layer(fn: Callable) -> None:
             expected = EncoderLayer.forward(layer, x, mask)
         # Mistakes that differ from the right answer for this layer's arrangement.
         wrong_arrangement = (
-            {"post_norm_instead_of_pre_norm"}
+            {
+                "post_norm_instead_of_pre_norm",
+                "pre_norm_residual_normalised",
+                "pre_norm_residual_normalised/attention",
+            }
             if layer.norm_first
             else {"pre_norm_instead_of_post_norm", "norm_outside_residual"}
         )
@@ -1034,4 +1242,529 @@ def check_encoder_layer(fn: Callable) -> None:
             del layer.forward
         with torch.no_grad():
             _check_pair(_name(fn), case, result, expected, variants)
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 6: masked mean pooling and cosine search.
+
+
+def _search_reference(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    """The library's pooling, unit vectors, cosine scores [Q, N] and the top k indices [Q, k]."""
+    queries = F.normalize(mean_pool(query_hidden, query_mask), dim=-1)  # [Q, D]
+    documents = F.normalize(mean_pool(doc_hidden, doc_mask), dim=-1)  # [N, D]
+    scores = queries @ documents.T  # [Q, N]
+    return scores, scores.topk(k, dim=-1).indices
+
+
+def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: str):
+    """Pooling and search with one deliberate deviation, computed in float64."""
+
+    def pool(hidden, mask):
+        hidden, weights = hidden.double(), mask.double()[..., None]  # [B, T, D], [B, T, 1]
+        if mistake == "mean_over_padding":
+            return hidden.mean(dim=1)  # [B, D]
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)  # [B, D]
+
+    queries, documents = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
+    if mistake == "normalised_wrong_axis":
+        queries, documents = F.normalize(queries, dim=0), F.normalize(documents, dim=0)
+    elif mistake == "normalised_one_side/queries":
+        queries = F.normalize(queries, dim=-1)
+    elif mistake == "normalised_one_side/documents":
+        documents = F.normalize(documents, dim=-1)
+    elif mistake != "cosine_not_normalised":
+        queries, documents = F.normalize(queries, dim=-1), F.normalize(documents, dim=-1)
+    scores = queries @ documents.T  # [Q, N]
+    top = scores.topk(k, dim=-1, largest=mistake != "ranked_ascending").indices  # [Q, k]
+    return scores.to(query_hidden.dtype), top
+
+
+_SEARCH_MISTAKES = (
+    "mean_over_padding",
+    "cosine_not_normalised",
+    "normalised_wrong_axis",
+    "normalised_one_side/queries",
+    "normalised_one_side/documents",
+    "ranked_ascending",
+)
+
+
+def _search_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(6)
+
+    def mask(lengths, length, dtype=torch.int64):
+        return (torch.arange(length)[None, :] < torch.tensor(lengths)[:, None]).to(dtype)
+
+    def case(name, queries, documents, k, dtype=torch.float32, mask_dtype=torch.int64):
+        (q_lengths, q_len), (d_lengths, d_len), width = queries, documents, 8
+        args = (
+            _randn(g, len(q_lengths), q_len, width, dtype=dtype),
+            mask(q_lengths, q_len, mask_dtype),
+            _randn(g, len(d_lengths), d_len, width, dtype=dtype),
+            mask(d_lengths, d_len, mask_dtype),
+            k,
+        )
+        return _Case(name, args)
+
+    return [
+        case(
+            "2 queries of 4 and 2 tokens, 6 documents of 1 to 5 tokens, D=8, k=3",
+            ([4, 2], 4),
+            ([5, 3, 1, 4, 2, 5], 5),
+            3,
+        ),
+        case(
+            "3 queries, 4 documents, bool masks, k=2",
+            ([3, 1, 2], 3),
+            ([2, 6, 4, 1], 6),
+            2,
+            mask_dtype=torch.bool,
+        ),
+        case(
+            "a document that is all padding (0 real tokens), k=3",
+            ([2, 3], 3),
+            ([4, 0, 2, 3], 4),
+            3,
+        ),
+        case("one query, one document, k=1", ([2], 3), ([3], 3), 1),
+        case("float64 inputs, k=2", ([3, 1], 3), ([2, 2, 5], 5), 2, dtype=torch.float64),
+    ]
+
+
+def check_pooling_and_search(fn: Callable) -> None:
+    """Check a learner's ``fn(query_hidden, query_mask, doc_hidden, doc_mask, k)`` (Lab 6).
+
+    ``fn`` receives the token vectors of ``Q`` queries, ``query_hidden`` ``[Q, Tq, D]``, and of
+    ``N`` documents, ``doc_hidden`` ``[N, Tn, D]``, with their tokenizer masks ``[Q, Tq]`` and
+    ``[N, Tn]`` (1 or ``True`` = real token, 0 or ``False`` = padding), and an int ``k``. It
+    must mean-pool every sequence over its real tokens
+    (:func:`attention_lab.pretrained.mean_pool`), scale the pooled vectors to length 1, and
+    return ``(scores, top)``: the cosine similarities ``[Q, N]`` in the inputs' dtype, and the
+    indices ``[Q, k]`` of each query's ``k`` best documents, best first. Cases: integer masks,
+    bool masks, a document with no real token (its scores are 0), one query and one document,
+    ``float64``.
+
+    Mistakes it names: ``mean_over_padding``, ``pool_mask_not_unsqueezed``,
+    ``empty_sequence_nan``, ``cosine_not_normalised``, ``normalised_wrong_axis``,
+    ``normalised_one_side``, ``search_scores_transposed``, ``ranked_ascending``,
+    ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _search_cases()
+    fn_name = _name(fn)
+
+    def error_hint(error: Exception) -> str | None:
+        if "must match the size of tensor" in str(error):
+            return "pool_mask_not_unsqueezed"
+        # topk(k) along an axis shorter than k: every case has k <= N, but not always k <= Q.
+        return "search_scores_transposed" if "selected index k out of range" in str(error) else None
+
+    for case in cases:
+        query_hidden, query_mask, doc_hidden, doc_mask, k = case.args
+        num_queries, num_docs = query_hidden.shape[0], doc_hidden.shape[0]
+        expected_scores, expected_top = _search_reference(*case.args)
+        result = _run(fn, case, error_hint)
+        if not (
+            isinstance(result, tuple | list)
+            and len(result) == 2
+            and all(isinstance(r, torch.Tensor) for r in result)
+        ):
+            _fail(
+                fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair"
+            )
+        scores, top = result
+        if scores.shape != expected_scores.shape:
+            transposed = scores.shape == (num_docs, num_queries) and num_docs != num_queries
+            _fail(
+                fn_name,
+                case,
+                f"the scores have shape {list(scores.shape)}, "
+                f"expected {list(expected_scores.shape)}",
+                "search_scores_transposed" if transposed else None,
+            )
+        if top.shape != expected_top.shape:
+            _fail(
+                fn_name,
+                case,
+                f"the top indices have shape {list(top.shape)}, "
+                f"expected {list(expected_top.shape)}",
+                None,
+            )
+        if scores.dtype != expected_scores.dtype:
+            _fail(
+                fn_name,
+                case,
+                f"the scores are {scores.dtype}, expected {expected_scores.dtype}",
+                "wrong_dtype",
+            )
+        bad = ~scores.isfinite()
+        if bad.any():
+            empty = (doc_mask.long().sum(dim=1) == 0)[None, :]  # [1, N]
+            mistake = "empty_sequence_nan" if not (bad & ~empty).any() else None
+            _fail(fn_name, case, "the scores contain NaN or inf", mistake)
+        tol = _tolerance(expected_scores.dtype)
+        if _close(scores, expected_scores, *tol) and torch.equal(top, expected_top):
+            continue
+        variants = {
+            key: lambda key=key, args=case.args: _search_variant(*args, key)
+            for key in _SEARCH_MISTAKES
+        }
+        mistake = _match_variant((scores, top), variants, tol)
+        if not _close(scores, expected_scores, *tol):
+            problem = f"the scores differ: {_difference(scores, expected_scores)}"
+        else:
+            problem = f"the top indices are {top.tolist()}, expected {expected_top.tolist()}"
+        _fail(fn_name, case, problem, mistake)
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 7: the online softmax, attention one block of keys at a time.
+
+
+def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.Tensor:
+    """Block-wise attention with one deliberate deviation, computed in float64."""
+    q = query.double() / math.sqrt(query.shape[-1])  # [..., Tq, Dk]
+    k, v = key.double(), value.double()
+    key_len = k.shape[-2]
+    if mistake == "last_block_dropped":
+        key_len = key_len // block_size * block_size
+    row_max = torch.full((*q.shape[:-1], 1), -math.inf, dtype=torch.float64)  # [..., Tq, 1]
+    row_sum = torch.zeros_like(row_max)  # [..., Tq, 1]
+    acc = torch.zeros(*torch.broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1])
+    acc = acc.double()  # [..., Tq, Dv]
+    for start in range(0, key_len, block_size):
+        block = slice(start, start + block_size)
+        scores = q @ k[..., block, :].transpose(-2, -1)  # [..., Tq, Tb]
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))  # [..., Tq, 1]
+        rescale = torch.exp(row_max - new_max)  # [..., Tq, 1]
+        if mistake == "rescale_inverted":
+            rescale = torch.exp(new_max - row_max).nan_to_num(nan=1.0)  # the first block: inf - inf
+        p = torch.exp(scores - new_max)  # [..., Tq, Tb]
+        keep_sum = mistake in ("sum_not_rescaled", "nothing_rescaled")
+        keep_acc = mistake in ("acc_not_rescaled", "nothing_rescaled")
+        row_sum = (row_sum if keep_sum else row_sum * rescale) + p.sum(dim=-1, keepdim=True)
+        acc = (acc if keep_acc else acc * rescale) + p @ v[..., block, :]
+        row_max = new_max
+    output = acc if mistake == "not_divided_by_sum" else acc / row_sum
+    return output.to(query.dtype)
+
+
+_ONLINE_MISTAKES = (
+    "sum_not_rescaled",
+    "acc_not_rescaled",
+    "nothing_rescaled",
+    "rescale_inverted",
+    "not_divided_by_sum",
+    "last_block_dropped",
+)
+
+
+def _online_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(7)
+
+    def case(name, shapes, block_size, scale=1.0, dtype=torch.float32, **kwargs):
+        tensors = tuple(_randn(g, *shape, dtype=dtype) for shape in shapes)
+        args = (scale * tensors[0], scale * tensors[1], tensors[2], block_size)
+        return _Case(name, args, **kwargs)
+
+    # Every score far below 0: q . k = -400 for every pair, so each row is uniform.
+    negative = (torch.full((1, 2, 4), 10.0), torch.full((1, 6, 4), -10.0))
+    return [
+        case(
+            "B=2, 3 queries, 8 keys in blocks of 4, d_k=4, d_v=6",
+            [(2, 3, 4), (2, 8, 4), (2, 8, 6)],
+            4,
+        ),
+        case(
+            "10 keys in blocks of 4: the last block holds 2", [(2, 3, 4), (2, 10, 4), (2, 10, 6)], 4
+        ),
+        case("blocks of 1: one key at a time", [(1, 4, 8), (1, 5, 8), (1, 5, 8)], 1),
+        case("block_size 16 > 6 keys: a single block", [(2, 3, 8), (2, 6, 8), (2, 6, 8)], 16),
+        case("heads [2, 3, 7, 8], blocks of 3", [(2, 3, 7, 8), (2, 3, 7, 8), (2, 3, 7, 8)], 3),
+        case(
+            "large scores (hundreds apart), 12 keys in blocks of 3",
+            [(1, 4, 8), (1, 12, 8), (1, 12, 4)],
+            3,
+            scale=10.0,
+            large_scores=True,
+        ),
+        _Case(
+            "every score far below 0 (-200), 6 keys in blocks of 2",
+            (*negative, _randn(g, 1, 6, 3), 2),
+        ),
+        case(
+            "float64 inputs, blocks of 5",
+            [(2, 4, 8), (2, 12, 8), (2, 12, 8)],
+            5,
+            dtype=torch.float64,
+        ),
+        case(
+            "a long sequence: 4 queries, 2048 keys in blocks of 64 (memory is counted)",
+            [(1, 4, 16), (1, 2048, 16), (1, 2048, 16)],
+            64,
+            count_memory=True,
+        ),
+    ]
+
+
+def check_online_softmax(fn: Callable) -> None:
+    """Check a learner's ``fn(query, key, value, block_size) -> output`` (Lab 7).
+
+    ``fn`` receives ``query`` ``[..., Tq, Dk]``, ``key`` ``[..., Tk, Dk]``, ``value``
+    ``[..., Tk, Dv]`` and an int ``block_size``, and must return the output of scaled
+    dot-product attention, ``[..., Tq, Dv]`` in the dtype of ``query``, computed as
+    :func:`attention_lab.efficient.tiled_attention` does: the keys visited one block at a time
+    with an online softmax (a running maximum, a running sum and a running weighted sum of
+    values per query). Cases: full blocks, a shorter last block, blocks of 1, a single block,
+    four-dimensional inputs, scores hundreds apart, scores far below 0, ``float64``, and a long
+    sequence on which the memory the call allocates is counted
+    (:func:`~attention_lab.efficient.peak_memory`): it must stay below the size of the full
+    ``[Tq, Tk]`` scores.
+
+    Mistakes it names: ``sum_not_rescaled``, ``acc_not_rescaled``, ``nothing_rescaled``,
+    ``rescale_inverted``, ``not_divided_by_sum``, ``last_block_dropped``, ``online_overflow``,
+    ``max_started_at_zero``, ``full_score_matrix``, ``no_scaling``, ``wrong_dtype`` (see
+    :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _online_cases()
+    fn_name = _name(fn)
+    for case in cases:
+        query, key, value, block_size = case.args
+        expected = tiled_attention(query, key, value, block_size=block_size)
+        if case.count_memory:
+            results: list = []
+            peak = peak_memory(lambda case=case, results=results: results.append(_run(fn, case)))
+            (output,) = results
+        else:
+            output, peak = _run(fn, case), 0
+        if isinstance(output, tuple | list):
+            _fail(
+                fn_name,
+                case,
+                f"it returned a {type(output).__name__} of {len(output)}; return only the output"
+                " tensor (the point is never to hold the weights)",
+                None,
+            )
+        if not isinstance(output, torch.Tensor):
+            _fail(fn_name, case, f"it returned {type(output).__name__}, not a tensor", None)
+        if output.shape != expected.shape:
+            _fail(
+                fn_name,
+                case,
+                f"the output has shape {list(output.shape)}, expected {list(expected.shape)}",
+                None,
+            )
+        if output.dtype != expected.dtype:
+            _fail(
+                fn_name,
+                case,
+                f"the output is {output.dtype}, expected {expected.dtype}",
+                "wrong_dtype",
+            )
+        if not output.isfinite().all():
+            scores = query.double() @ key.double().transpose(-2, -1) / math.sqrt(query.shape[-1])
+            if case.large_scores:
+                mistake = "online_overflow"
+            elif scores.amax() < -100:
+                # exp(score - 0) underflows to 0 in float32 below about -100: a maximum that
+                # started at 0 leaves a sum of 0, and 0 / 0.
+                mistake = "max_started_at_zero"
+            else:
+                # Scores of a few units cannot overflow a correct loop: inf there comes from
+                # the inverted factor exp(m_new - m_old) on the first block, where m_old = -inf.
+                mistake = "rescale_inverted"
+            _fail(fn_name, case, "the output contains NaN or inf", mistake)
+        tol = _tolerance(expected.dtype)
+        if not _close(output, expected, *tol):
+            variants = {
+                key: lambda key=key, args=case.args: (_online_variant(*args, key),)
+                for key in _ONLINE_MISTAKES
+            }
+            variants["no_scaling"] = lambda q=query, k=key, v=value, b=block_size: (
+                _online_variant(q * math.sqrt(q.shape[-1]), k, v, b, ""),
+            )
+            mistake = _match_variant((output,), variants, tol)
+            _fail(fn_name, case, f"the output differs: {_difference(output, expected)}", mistake)
+        full_scores = query.shape[-2] * key.shape[-2] * query.element_size()
+        full_scores *= math.prod(torch.broadcast_shapes(query.shape[:-2], key.shape[:-2]))
+        if peak >= full_scores:
+            _fail(
+                fn_name,
+                case,
+                f"the call allocated {peak:,} bytes at its peak, at least the {full_scores:,} "
+                "bytes of the full score matrix",
+                "full_score_matrix",
+            )
+    _success(fn, cases)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lab 8: decoding one token at a time with a key/value cache.
+
+
+def _decode_reference(attention: MultiHeadAttention, x: torch.Tensor, mistake: str = ""):
+    """Outputs [B, T, D] and keys [B, H, T, Dh] of causal attention over ``x`` plus positions,
+    computed at once, with one deliberate deviation."""
+    batch, length, d_model = x.shape
+    encoding = sinusoidal_encoding(length, d_model).to(x.dtype)  # [T, D]
+    if mistake == "positions_restart":
+        encoding = encoding[:1]  # [1, D]: position 0 for every token
+    inputs = x if mistake == "no_positions" else x + encoding  # [B, T, D]
+    mask = causal_mask(length)  # [T, T]
+    if mistake == "cache_replaced":
+        mask = torch.eye(length, dtype=torch.bool)  # each token sees only itself
+    elif mistake == "appended_after_attending":
+        mask = causal_mask(length).tril(diagonal=-1)  # only the earlier tokens
+    with torch.no_grad():
+        output, _ = attention(inputs, mask=mask)
+        keys = attention.k_proj(inputs).view(
+            batch, length, attention.num_heads, -1
+        )  # [B, T, H, Dh]
+    return output, keys.transpose(1, 2)  # [B, T, D], [B, H, T, Dh]
+
+
+_DECODE_MISTAKES = (
+    "positions_restart",
+    "no_positions",
+    "cache_replaced",
+    "appended_after_attending",
+)
+
+
+def _decode_cases() -> list[_Case]:
+    g = torch.Generator().manual_seed(8)
+
+    def case(name, batch, length, d_model, num_heads, seed):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            attention = MultiHeadAttention(d_model, num_heads).eval()
+        return _Case(name, (attention, _randn(g, batch, length, d_model)))
+
+    return [
+        case("B=2, 6 tokens, d_model=8, 2 heads", 2, 6, 8, 2, seed=1),
+        case("a single token", 1, 1, 8, 2, seed=2),
+        case("B=1, 9 tokens, d_model=16, 4 heads", 1, 9, 16, 4, seed=3),
+        case("one head, B=3, 4 tokens, d_model=6", 3, 4, 6, 1, seed=4),
+    ]
+
+
+def check_kv_cache_decoding(fn: Callable) -> None:
+    """Check a learner's ``fn(attention, x) -> (outputs, keys)`` (Lab 8).
+
+    ``fn`` receives a :class:`~attention_lab.attention.MultiHeadAttention` in evaluation mode
+    and token embeddings ``x`` ``[B, T, D]`` without positions. It must decode them one token at
+    a time, as a generating decoder does: at step ``t`` add the sinusoidal encoding of position
+    ``t`` (:func:`~attention_lab.positional.sinusoidal_encoding`) to token ``t``, project it
+    with the module's ``q_proj``, ``k_proj`` and ``v_proj``, append its key and value to a cache
+    ``[B, H, t + 1, Dh]``, attend from its query to every cached position, and project the
+    merged heads with ``out_proj``. It returns the outputs of all steps ``[B, T, D]`` and the
+    cached keys at the end ``[B, H, T, Dh]``: the same as the module's causal self-attention
+    on the whole sequence, ``attention(x + encoding, mask=causal_mask(T))``, and its keys.
+    The rows that ``k_proj`` projects are counted: with a cache, each token is projected once.
+    Cases: two heads, a single token, four heads, one head.
+
+    Mistakes it names: ``cache_wrong_axis``, ``positions_restart``, ``no_positions``,
+    ``cache_replaced``, ``appended_after_attending``, ``prefix_recomputed``, ``not_a_pair``
+    (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    _check_callable(fn)
+    cases = _decode_cases()
+    fn_name = _name(fn)
+
+    def error_hint(error: Exception) -> str | None:
+        text = str(error)
+        wrong_cat = "must match except in dimension" in text and "dimension 2" not in text
+        wrong_heads = "do not broadcast together" in text or "must have the same Dk" in text
+        return "cache_wrong_axis" if wrong_cat or wrong_heads else None
+
+    for case in cases:
+        attention, x = case.args
+        batch, length, _ = x.shape
+        expected_output, expected_keys = _decode_reference(attention, x)
+        projected = []
+        hook = attention.k_proj.register_forward_hook(
+            lambda module, inputs, output, rows=projected: rows.append(inputs[0].shape[:-1].numel())
+        )
+        try:
+            result = _run(fn, case, error_hint)
+        finally:
+            hook.remove()
+        if not (
+            isinstance(result, tuple | list)
+            and len(result) == 2
+            and all(isinstance(r, torch.Tensor) for r in result)
+        ):
+            _fail(
+                fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair"
+            )
+        output, keys = result
+        if output.shape != expected_output.shape:
+            _fail(
+                fn_name,
+                case,
+                f"the outputs have shape {list(output.shape)}, "
+                f"expected {list(expected_output.shape)}",
+                None,
+            )
+        if keys.shape != expected_keys.shape:
+            if keys.numel() == expected_keys.numel():
+                mistake = "cache_wrong_axis"
+            else:
+                # Only the last token's key is left: [B, H, 1, Dh].
+                last_only = (*expected_keys.shape[:2], 1, expected_keys.shape[3])
+                mistake = "cache_replaced" if keys.shape == last_only else None
+            _fail(
+                fn_name,
+                case,
+                f"the cached keys have shape {list(keys.shape)}, "
+                f"expected {list(expected_keys.shape)}",
+                mistake,
+            )
+        tol = _tolerance(x.dtype)
+        if not (_close(output, expected_output, *tol) and _close(keys, expected_keys, *tol)):
+            variants = {
+                key: lambda key=key, a=attention, x=x: _decode_reference(a, x, key)
+                for key in _DECODE_MISTAKES
+            }
+            what, got, want = (
+                ("outputs", output, expected_output)
+                if not _close(output, expected_output, *tol)
+                else ("cached keys", keys, expected_keys)
+            )
+            mistake = _match_variant((output, keys), variants, tol)
+            _fail(fn_name, case, f"the {what} differ: {_difference(got, want)}", mistake)
+        if sum(projected) > batch * length:
+            _fail(
+                fn_name,
+                case,
+                f"k_proj projected {sum(projected)} token vectors for {batch} x {length} tokens",
+                "prefix_recomputed",
+            )
     _success(fn, cases)
