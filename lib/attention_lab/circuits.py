@@ -30,7 +30,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
-from attention_lab._validation import check_id_range, check_int, check_token_ids
+from attention_lab._validation import (
+    check_id_range,
+    check_int,
+    check_sequence,
+    check_token_ids,
+)
 from attention_lab.attention import MultiHeadAttention
 from attention_lab.masks import causal_mask, check_mask
 from attention_lab.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
@@ -73,7 +78,7 @@ def head_contributions(
     """
     if not isinstance(attention, MultiHeadAttention):
         raise TypeError(f"attention must be a MultiHeadAttention, got {type(attention).__name__}")
-    attention._check_inputs(x, x, x)
+    check_sequence(x, "x", attention.d_model)
     batch, seq_len, d_model = x.shape
     heads, head_dim = attention.num_heads, attention.head_dim
     expected = (batch, heads, seq_len, seq_len)
