@@ -19,6 +19,7 @@ MODULES = sorted(info.name for info in pkgutil.iter_modules(attention_lab.__path
 # checks or hold private helpers, where an example would print nothing useful).
 WITH_EXAMPLES = {
     "attention",
+    "circuits",
     "data",
     "efficient",
     "layers",

@@ -285,6 +285,28 @@ def _possible_sequences() -> float:
     return len(ids) ** inputs.shape[1]
 
 
+def _new_token_loss() -> float:
+    from attention_lab.circuits import loss_by_position, repeated_sequences
+
+    seqs = repeated_sequences(4096, 65, 12, seed=0)  # [N, 2L], ids 1..64
+    ids = seqs.unique()
+    assert ids.tolist() == list(range(1, 65))
+    # The best prediction of a uniform new id: equal logits on the 64 ids, none on padding.
+    logits = torch.zeros(1, 1, 65)
+    logits[..., 0] = -math.inf
+    loss = loss_by_position(logits, torch.tensor([[7]])).item()
+    assert math.isclose(loss, math.log(len(ids)), rel_tol=1e-6)
+    return loss
+
+
+def _even_head_previous_token_score() -> float:
+    from attention_lab.circuits import previous_token_score
+
+    even = torch.ones(4, 4).tril()
+    even = even / even.sum(dim=-1, keepdim=True)  # [T, T], row t puts 1/(t+1) on each key
+    return previous_token_score(even).item()
+
+
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
 RECOMPUTE = {
     ("01_why_attention", "How many scores is that"): _scores_for_twelve_tokens,
@@ -318,6 +340,8 @@ RECOMPUTE = {
     ("11_cost_of_attention", "How many MiB"): _score_mebibytes,
     ("11_cost_of_attention", "From which length $T$ on"): _products_catch_up_with_projections,
     ("11_cost_of_attention", "key/value cache for one layer"): _cache_numbers,
+    ("13_induction_heads", "lowest loss, in nats"): _new_token_loss,
+    ("13_induction_heads", "previous-token score on $T = 4$"): _even_head_previous_token_score,
 }
 
 
