@@ -40,8 +40,9 @@ def html_dir() -> Path:
 
 # Put before a learner notebook's first cell when the tests execute it: for every PNG the kernel
 # renders (a figure shown by plt.show() or glued), it records the dpi it was rendered at and the
-# font size in points of every text matplotlib drew into it, keyed by the PNG's SHA-256. It only
-# observes: the figures come out byte for byte as without it.
+# font size in points of every text matplotlib drew into it, keyed by the PNG's SHA-256 (and, for
+# a page that sends 256-colour PNGs, by the palette PNG's too). It only observes: the figures come
+# out byte for byte as without it.
 FIGURE_TEXT_RECORDER = """\
 import hashlib, json
 import matplotlib.backend_bases, matplotlib.text
@@ -72,6 +73,26 @@ def _record_figure_text(path):
 
     matplotlib.text.Text.draw = draw
     matplotlib.backend_bases.FigureCanvasBase.print_figure = print_png
+
+    # A page that calls plotting.use_palette_png() shows the PNG palette_png makes from the
+    # one rendered above: record it too, with the same dpi and texts.
+    try:
+        from attention_lab import plotting
+    except ImportError:
+        return
+    palette_png = plotting.palette_png
+
+    def recorded_palette_png(fig):
+        small = palette_png(fig)
+        if small is not None:
+            with open(path) as file:
+                last = json.loads(file.read().splitlines()[-1])
+            last["sha256"] = hashlib.sha256(small).hexdigest()
+            with open(path, "a") as file:
+                file.write(json.dumps(last) + "\\n")
+        return small
+
+    plotting.palette_png = recorded_palette_png
 
 _record_figure_text(RECORD_PATH)
 del _record_figure_text
