@@ -38,24 +38,10 @@ TAP_TO_OPEN = {
     "fig-pt-pattern-heads",  # six heads' attention over a 15-token sentence, tokens labelled
     "fig-sim-search",  # a similarity matrix of many sentences, each labelled
 }
-# Not yet redesigned for the column (issue 14): each still has text below 9 px at 390 px
-# (fig-sim-search at 1280; on a phone it opens full size). Listed so that the test passes
-# meanwhile; a listed figure that has become legible fails the test, so the list only shrinks.
-NOT_YET = {
-    "cell 52",  # ch01, an exercise's solution: attention_arcs of a 10-token sentence
-    "fig-block-depth",
-    "fig-masks-causal",  # the mask panels' titles or legend reach past the 5-inch figure
-    "fig-masks-combined",
-    "fig-masks-padding",
-    "fig-cost-time",
-    "fig-data-nl-batch",
-    "fig-mha-head-stats",
-    "fig-mha-reshape",
-    "fig-pe-word-order",
-    "fig-sim-padding",
-    "fig-sim-search",
-    "fig-why-timing",
-}
+# Not yet redesigned for the column (issue 14): each would have text below 9 px. Listed so that
+# the test passes meanwhile; a listed figure that has become legible fails the test, so the list
+# only shrinks. Every figure is legible now: keep it empty.
+NOT_YET: set[str] = set()
 
 
 def _png_width(png: bytes) -> int:

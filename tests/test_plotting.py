@@ -483,7 +483,7 @@ def test_mask_image_colours_every_cell_as_its_legend_says(num_queries, num_keys,
     np.testing.assert_array_equal(np.asarray(ax.images[0].get_array()), mask.numpy())
     colours = image_colours(ax)  # [Tq, Tk, 4]
     legend = legend_colours(ax)
-    may_attend, blocked = legend["may attend (True)"], legend["blocked (False)"]
+    may_attend, blocked = legend["may attend\n(True)"], legend["blocked\n(False)"]
     assert may_attend != blocked
     allowed = mask.numpy()
     np.testing.assert_allclose(colours[allowed], np.broadcast_to(may_attend, (allowed.sum(), 4)))
@@ -498,7 +498,7 @@ def test_mask_image_two_colours_differ_in_lightness():
     luminance = {
         label: 0.2126 * r + 0.7152 * g + 0.0722 * b for label, (r, g, b, _) in legend.items()
     }
-    assert abs(luminance["may attend (True)"] - luminance["blocked (False)"]) > 0.4
+    assert abs(luminance["may attend\n(True)"] - luminance["blocked\n(False)"]) > 0.4
 
 
 def test_mask_image_labels_tokens_axes_and_title():
@@ -533,6 +533,18 @@ def test_mask_image_accepts_numpy_bool_array():
     array = random_mask(3, 4, seed=1).numpy()
     fig = plotting.mask_image(array)
     np.testing.assert_array_equal(np.asarray(fig.axes[0].images[0].get_array()), array)
+
+
+@pytest.mark.parametrize("size", [2, 6, 12])
+def test_mask_image_with_its_legend_fits_the_5_inch_content_column(size):
+    # The book crops a figure to its drawn content ("tight"): the legend, the title and the
+    # token labels must not reach past 5.0 inches, or the image is scaled down on a phone.
+    tokens = ["<pad>"] * size
+    fig = plotting.mask_image(random_mask(size, size), tokens, title="Causal mask")
+    fig.canvas.draw()
+    drawn = fig.get_tightbbox(fig.canvas.get_renderer())  # in inches
+    assert drawn.width <= 5.0
+    plt.close(fig)
 
 
 def test_mask_image_legend_can_be_turned_off_and_draws_into_given_axes():

@@ -451,8 +451,9 @@ def mask_image(
         ax.set_title(title)
     if legend:
         handles = [
-            Patch(facecolor=_MAY_ATTEND_COLOUR, label="may attend (True)"),
-            Patch(facecolor=_BLOCKED_COLOUR, edgecolor="0.6", label="blocked (False)"),
+            # Two lines each: a narrow legend leaves the mask room in a 5-inch figure.
+            Patch(facecolor=_MAY_ATTEND_COLOUR, label="may attend\n(True)"),
+            Patch(facecolor=_BLOCKED_COLOUR, edgecolor="0.6", label="blocked\n(False)"),
         ]
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return fig
