@@ -285,6 +285,20 @@ def _possible_sequences() -> float:
     return len(ids) ** inputs.shape[1]
 
 
+def _coin_flip_floor() -> float:
+    from attention_lab.language_model import BracketLanguage
+
+    language = BracketLanguage()
+    prefix = torch.tensor([[language.BOS, language.OPEN, language.OPEN]])  # depth 2
+    allowed = language.allowed_next(prefix)[0, -1]  # [V]: ( or )
+    assert allowed.sum() == 2
+    return -math.log(1 / allowed.sum().item())
+
+
+def _causal_weights_21() -> float:
+    return masks.causal_mask(21).sum().item()
+
+
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
 RECOMPUTE = {
     ("01_why_attention", "How many scores is that"): _scores_for_twelve_tokens,
@@ -318,6 +332,8 @@ RECOMPUTE = {
     ("11_cost_of_attention", "How many MiB"): _score_mebibytes,
     ("11_cost_of_attention", "From which length $T$ on"): _products_catch_up_with_projections,
     ("11_cost_of_attention", "key/value cache for one layer"): _cache_numbers,
+    ("12_decoder_that_writes", "exactly two next tokens"): _coin_flip_floor,
+    ("12_decoder_that_writes", "how many of the $21 \\times 21$"): _causal_weights_21,
 }
 
 

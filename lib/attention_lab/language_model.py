@@ -416,7 +416,8 @@ class BracketLanguage:
 
     @property
     def max_len(self) -> int:
-        """The longest sentence in tokens: ``BOS``, ``max_brackets`` brackets, ``EOS``."""
+        """The length in tokens of the longest sentence (``BOS``, ``max_brackets`` brackets and
+        ``EOS``)."""
         return self.max_brackets + 2
 
     def allowed_next(self, token_ids: torch.Tensor) -> torch.Tensor:
