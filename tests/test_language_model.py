@@ -1,0 +1,405 @@
+"""Tests for attention_lab.language_model: the decoder against PyTorch's own layers, the cache
+against the full computation, causality, generation, and the bracket language's rules."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from attention_lab.language_model import (
+    BracketLanguage,
+    DecoderConfig,
+    DecoderLM,
+    generate,
+    next_token_data,
+)
+from attention_lab.layers import EncoderLayer
+from attention_lab.masks import causal_mask, padding_mask
+from attention_lab.positional import sinusoidal_encoding
+from attention_lab.training import evaluate, train
+
+CONFIG = DecoderConfig(vocab_size=7, max_len=12, d_model=16, num_layers=2, num_heads=4, d_ff=24)
+
+
+def make_model(config=CONFIG, seed=0, dtype=torch.float64):
+    torch.manual_seed(seed)
+    return DecoderLM(config).to(dtype).eval()
+
+
+def random_ids(batch, length, vocab=CONFIG.vocab_size, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (batch, length), generator=generator)  # [B, T]
+
+
+# --- Against PyTorch's own layers ------------------------------------------------------------
+
+
+def torch_twin(model):
+    """PyTorch pre-norm layers with random weights, copied into ``model``; returns them."""
+    config = model.config
+    torch.manual_seed(1)
+    reference = [
+        nn.TransformerEncoderLayer(
+            config.d_model,
+            config.num_heads,
+            config.d_ff,
+            dropout=0.0,
+            activation="gelu",
+            norm_first=True,
+            batch_first=True,
+        )
+        .double()
+        .eval()
+        for _ in range(config.num_layers)
+    ]
+    model.layers = nn.ModuleList(EncoderLayer.from_torch(layer) for layer in reference)
+    return reference
+
+
+def reference_logits(model, reference, token_ids, blocked_pairs=None, blocked_keys=None):
+    """The logits computed with PyTorch's layers; masks in PyTorch's polarity (True = blocked)."""
+    config = model.config
+    x = model.embedding(token_ids) * math.sqrt(config.d_model)  # [B, T, D]
+    x = x + sinusoidal_encoding(config.max_len, config.d_model).double()[: token_ids.shape[1]]
+    for layer in reference:
+        x = layer(x, src_mask=blocked_pairs, src_key_padding_mask=blocked_keys)
+    return model.head(model.final_norm(x))  # [B, T, V]
+
+
+@pytest.mark.parametrize("length", [1, 5, 12])
+def test_matches_torch_encoder_layers_with_a_causal_mask(length):
+    model = make_model()
+    reference = torch_twin(model)
+    token_ids = random_ids(3, length)
+    with torch.no_grad():
+        logits, attentions = model(token_ids)
+        expected = reference_logits(model, reference, token_ids, ~causal_mask(length))
+    assert logits.shape == (3, length, CONFIG.vocab_size)
+    assert [a.shape for a in attentions] == [(3, CONFIG.num_heads, length, length)] * 2
+    torch.testing.assert_close(logits, expected)
+
+
+def test_matches_torch_with_causal_and_padding_masks():
+    model = make_model()
+    reference = torch_twin(model)
+    token_ids = random_ids(3, 8, seed=2)
+    token_ids[:, 0] = 1  # never padding
+    token_ids[0, 5:] = 0
+    with torch.no_grad():
+        logits, _ = model(token_ids, padding_mask(token_ids))
+        expected = reference_logits(
+            model, reference, token_ids, ~causal_mask(8), blocked_keys=token_ids == 0
+        )
+    # Padded positions may differ: PyTorch's fast path zeroes them.
+    keep = token_ids != 0
+    torch.testing.assert_close(logits[keep], expected[keep])
+
+
+def test_without_the_causal_mask_matches_torch_unmasked():
+    model = make_model(dataclass_replace(CONFIG, causal=False))
+    reference = torch_twin(model)
+    token_ids = random_ids(2, 9, seed=3)
+    with torch.no_grad():
+        logits, _ = model(token_ids)
+        expected = reference_logits(model, reference, token_ids)
+    torch.testing.assert_close(logits, expected)
+
+
+def dataclass_replace(config, **changes):
+    import dataclasses
+
+    return dataclasses.replace(config, **changes)
+
+
+# --- Causality ------------------------------------------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    length=st.integers(2, CONFIG.max_len),
+    position=st.data(),
+    seed=st.integers(0, 2**16),
+)
+def test_changing_a_later_token_never_changes_earlier_logits(length, position, seed):
+    model = make_model()
+    token_ids = random_ids(2, length, seed=seed)
+    changed_at = position.draw(st.integers(1, length - 1))
+    changed = token_ids.clone()
+    changed[:, changed_at] = (changed[:, changed_at] + 1) % CONFIG.vocab_size
+    with torch.no_grad():
+        before, _ = model(token_ids)
+        after, _ = model(changed)
+    # Exactly equal: the blocked scores get weight 0, so the later token adds nothing at all.
+    assert torch.equal(before[:, :changed_at], after[:, :changed_at])
+    assert not torch.equal(before[:, changed_at:], after[:, changed_at:])
+
+
+def test_without_the_mask_a_later_token_changes_earlier_logits():
+    model = make_model(dataclass_replace(CONFIG, causal=False))
+    token_ids = random_ids(2, 6, seed=4)
+    changed = token_ids.clone()
+    changed[:, 5] = (changed[:, 5] + 1) % CONFIG.vocab_size
+    with torch.no_grad():
+        before, _ = model(token_ids)
+        after, _ = model(changed)
+    assert (before[:, 0] - after[:, 0]).abs().max() > 1e-6
+
+
+# --- The key/value cache --------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    length=st.integers(1, CONFIG.max_len),
+    prompt=st.data(),
+    seed=st.integers(0, 2**16),
+)
+def test_decoding_in_pieces_gives_the_full_logits(length, prompt, seed):
+    model = make_model()
+    token_ids = random_ids(2, length, seed=seed)
+    prompt_len = prompt.draw(st.integers(1, length))
+    with torch.no_grad():
+        full, full_attentions = model(token_ids)
+        caches = model.new_caches(2)
+        pieces = [model.decode(token_ids[:, :prompt_len], caches)[0]]
+        for t in range(prompt_len, length):
+            logits, attentions = model.decode(token_ids[:, t : t + 1], caches)
+            pieces.append(logits)
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full)
+    assert all(len(cache) == length for cache in caches)
+    if length > prompt_len:  # the last step's weights are the last row of the full weights
+        for step, whole in zip(attentions, full_attentions, strict=True):
+            torch.testing.assert_close(step[:, :, 0], whole[:, :, -1])
+
+
+@pytest.mark.parametrize("greedy", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_generate_gives_the_same_tokens_with_and_without_the_cache(greedy, dtype):
+    model = make_model(dtype=dtype)
+    prompts = random_ids(4, 3, seed=5)
+    cached = generate(model, prompts, 9, greedy=greedy, seed=3, use_cache=True)
+    recomputed = generate(model, prompts, 9, greedy=greedy, seed=3, use_cache=False)
+    assert cached.shape == (4, 12)
+    assert torch.equal(cached[:, :3], prompts)
+    assert torch.equal(cached, recomputed)
+
+
+def test_greedy_takes_the_argmax_of_the_full_logits_at_every_step():
+    model = make_model()
+    generated = generate(model, random_ids(3, 2, seed=6), 8, greedy=True)
+    with torch.no_grad():
+        logits, _ = model(generated[:, :-1])  # [B, T - 1, V]
+    # Each new token (from position 2 on) is the argmax of the logits one position before.
+    assert torch.equal(generated[:, 2:], logits[:, 1:].argmax(dim=-1))
+
+
+def test_sampling_is_seeded_and_a_cold_temperature_is_greedy():
+    model = make_model()
+    prompts = random_ids(16, 2, seed=7)
+    first = generate(model, prompts, 8, seed=1)
+    assert torch.equal(first, generate(model, prompts, 8, seed=1))
+    assert not torch.equal(first, generate(model, prompts, 8, seed=2))
+    greedy = generate(model, prompts, 8, greedy=True)
+    assert torch.equal(generate(model, prompts, 8, temperature=1e-4), greedy)
+
+
+def test_sampling_follows_the_models_distribution():
+    model = make_model(dtype=torch.float32)
+    prompt = torch.tensor([[1, 2]])
+    with torch.no_grad():
+        expected = torch.softmax(model(prompt)[0][0, -1] / 2.0, dim=-1)  # [V]
+    draws = generate(model, prompt.repeat(4000, 1), 1, temperature=2.0, seed=0)[:, -1]
+    observed = torch.bincount(draws, minlength=CONFIG.vocab_size) / 4000
+    # 4000 draws: a share p has standard error sqrt(p(1-p)/4000) <= 0.008; 0.04 is 5 of them.
+    torch.testing.assert_close(observed, expected, atol=0.04, rtol=0)
+
+
+def test_generate_leaves_the_mode_and_zero_new_tokens_returns_the_prompt():
+    model = make_model().train()
+    prompts = random_ids(2, 4, seed=8)
+    assert torch.equal(generate(model, prompts, 0), prompts)
+    generate(model, prompts, 3)
+    assert model.training
+
+
+# --- Training with the library's loop -------------------------------------------------------
+
+
+def test_training_learns_the_bracket_language_down_to_its_floor():
+    language = BracketLanguage(max_depth=2, max_brackets=6)
+    inputs, targets = next_token_data(language.sample(512, seed=0))
+    allowed = language.allowed_next(inputs)  # [N, T, V]
+    floor = allowed.sum(dim=-1).float().log()[targets != 0].mean().item()
+    torch.manual_seed(0)
+    model = DecoderLM(DecoderConfig(vocab_size=5, max_len=language.max_len, d_model=16))
+    before = evaluate(model, inputs, targets).loss
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny matrices: more threads only wait for each other
+    try:
+        train(model, inputs, targets, steps=200, batch_size=32, lr=3e-3)
+    finally:
+        torch.set_num_threads(threads)
+    after = evaluate(model, inputs, targets).loss
+    # From near log(5) = 1.6 to within 0.1 of the floor (the uniform speaker's entropy), which
+    # no next-token predictor can beat on average.
+    assert before > 1.2 and after < floor + 0.1
+    generated = generate(model, torch.full((200, 1), language.BOS), language.max_len - 1)
+    assert language.is_valid(generated).float().mean() > 0.9
+
+
+# --- The bracket language -------------------------------------------------------------------
+
+
+def allowed_by_rules(prefix, language):
+    """The next tokens a prefix allows, straight from the rules, one sentence at a time."""
+    if not prefix or prefix[0] != language.BOS:
+        return set()
+    depth = brackets = 0
+    for token in prefix[1:]:
+        if token not in (language.OPEN, language.CLOSE):
+            return set()
+        depth += 1 if token == language.OPEN else -1
+        brackets += 1
+        if not 0 <= depth <= language.max_depth:
+            return set()
+    allowed = set()
+    if depth < language.max_depth and brackets + 2 + depth <= language.max_brackets:
+        allowed.add(language.OPEN)
+    if depth > 0:
+        allowed.add(language.CLOSE)
+    if depth == 0 and brackets >= 2:
+        allowed.add(language.EOS)
+    return allowed
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=10), min_size=1, max_size=4),
+    max_depth=st.integers(1, 3),
+)
+def test_allowed_next_follows_the_rules(rows, max_depth):
+    language = BracketLanguage(max_depth=max_depth, max_brackets=8)
+    length = max(len(row) for row in rows)
+    rows = [[1] + row + [0] * (length - len(row)) for row in rows]  # BOS first
+    allowed = language.allowed_next(torch.tensor(rows))  # [B, T, V]
+    for b, row in enumerate(rows):
+        for t in range(len(row)):
+            expected = allowed_by_rules(row[: t + 1], language)
+            assert set(allowed[b, t].nonzero().flatten().tolist()) == expected
+
+
+def test_sampled_sentences_are_valid_and_use_every_length():
+    language = BracketLanguage(max_depth=3, max_brackets=10)
+    sentences = language.sample(500, seed=0)
+    assert sentences.shape == (500, 12)
+    assert language.is_valid(sentences).all()
+    lengths = (sentences > language.EOS).sum(dim=1)
+    assert set(lengths.tolist()) == {2, 4, 6, 8, 10}
+    assert torch.equal(sentences, language.sample(500, seed=0))
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("()", True),
+        ("(())()", True),
+        ("", False),  # no brackets
+        (")(", False),
+        ("(()", False),  # unclosed
+        ("((((()))))", False),  # deeper than 4
+    ],
+)
+def test_is_valid_on_hand_written_sentences(text, valid):
+    language = BracketLanguage()
+    ids = [1] + [3 if c == "(" else 4 for c in text] + [2, 3, 3]  # junk after EOS is ignored
+    assert language.is_valid(torch.tensor([ids])).tolist() == [valid]
+    assert language.text(torch.tensor(ids)) == text
+
+
+def test_a_row_without_eos_is_not_valid():
+    assert not BracketLanguage().is_valid(torch.tensor([[1, 3, 4, 3, 4]])).any()
+
+
+def test_next_token_data_shifts_by_one():
+    sentences = BracketLanguage().sample(4, seed=1)
+    inputs, targets = next_token_data(sentences)
+    assert torch.equal(inputs[:, 1:], targets[:, :-1])
+    assert torch.equal(inputs[:, 0], sentences[:, 0])
+
+
+# --- Errors ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ({"d_model": 10, "num_heads": 4}, ValueError, "not divisible"),
+        ({"vocab_size": 0}, ValueError, "vocab_size"),
+        ({"max_len": 2.5}, TypeError, "max_len"),
+        ({"dropout": 1.0}, ValueError, "dropout"),
+        ({"causal": 1}, TypeError, "causal"),
+        ({"activation": "tanh"}, ValueError, "activation"),
+    ],
+)
+def test_config_errors(changes, error, message):
+    with pytest.raises(error, match=message):
+        DecoderLM(dataclass_replace(CONFIG, **changes))
+
+
+def test_config_is_frozen_and_model_needs_one():
+    with pytest.raises(AttributeError):
+        CONFIG.d_model = 8
+    with pytest.raises(TypeError, match="DecoderConfig"):
+        DecoderLM({"vocab_size": 5})
+
+
+def test_forward_errors():
+    model = make_model()
+    with pytest.raises(TypeError, match="integer dtype"):
+        model(torch.zeros(1, 3))
+    with pytest.raises(ValueError, match="vocab_size"):
+        model(torch.tensor([[1, 7]]))
+    with pytest.raises(ValueError, match="max_len=12"):
+        model(random_ids(1, 13))
+    with pytest.raises(TypeError, match="bool"):
+        model(random_ids(1, 3), torch.ones(1, 1, 1, 3))
+
+
+def test_generate_and_decode_errors():
+    model = make_model()
+    prompt = random_ids(1, 3)
+    with pytest.raises(TypeError, match="DecoderLM"):
+        generate(nn.Linear(2, 2), prompt, 2)
+    with pytest.raises(ValueError, match="P = 0"):
+        generate(model, prompt[:, :0], 2)
+    with pytest.raises(ValueError, match="exceeds"):
+        generate(model, prompt, 10)
+    with pytest.raises(ValueError, match="temperature"):
+        generate(model, prompt, 2, temperature=0.0)
+    with pytest.raises(TypeError, match="greedy"):
+        generate(model, prompt, 2, greedy=1)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        generate(model, prompt, -1)
+    unmasked = make_model(dataclass_replace(CONFIG, causal=False))
+    with pytest.raises(ValueError, match="causal"):
+        generate(unmasked, prompt, 2, use_cache=True)
+    with pytest.raises(ValueError, match="causal"):
+        unmasked.decode(prompt, unmasked.new_caches(1))
+    with pytest.raises(ValueError, match="one KVCache per layer"):
+        model.decode(prompt, model.new_caches(1)[:1])
+    with pytest.raises(TypeError, match="caches"):
+        model.decode(prompt, None)
+
+
+def test_language_errors():
+    with pytest.raises(ValueError, match="even"):
+        BracketLanguage(max_brackets=5)
+    with pytest.raises(TypeError, match="max_depth"):
+        BracketLanguage(max_depth=2.0)
+    with pytest.raises(ValueError, match="shape"):
+        BracketLanguage().text(torch.tensor([[1, 2]]))
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        next_token_data(torch.tensor([[1]]))
