@@ -349,7 +349,7 @@ def test_matches_torch_transformer_with_the_same_weights(norm_first):
             torch.full((2, 3), SOURCE_VOCAB),
             torch.ones(2, 3, dtype=torch.long),
             ValueError,
-            "token_ids",
+            r"source_ids .*source_vocab_size=7",
         ),
     ],
 )

@@ -356,6 +356,8 @@ class Seq2SeqTransformer(nn.Module):
                 "source_ids and target_ids must have the same batch size B, got "
                 f"{source_ids.shape[0]} and {target_ids.shape[0]}"
             )
+        vocab_size = self.encoder.vocab_size
+        check_id_range(source_ids, "source_ids", vocab_size, "source_vocab_size")
         check_id_range(target_ids, "target_ids", self.target_vocab_size, "target_vocab_size")
 
 
