@@ -27,6 +27,7 @@ WITH_EXAMPLES = {
     "masks",
     "positional",
     "pretrained",
+    "seq2seq",
     "training",
 }
 

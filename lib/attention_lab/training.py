@@ -44,17 +44,31 @@ def _check_pad_id(pad_id: int | None) -> None:
         check_int(pad_id, "pad_id", minimum=None)
 
 
-def _check_pair(inputs: torch.Tensor, targets: torch.Tensor) -> None:
-    """Require matching integer ``[N, T]`` inputs and targets with at least one example."""
-    check_token_ids(inputs, "inputs", rows="N")
+def _check_pair(inputs: torch.Tensor | tuple[torch.Tensor, ...], targets: torch.Tensor) -> int:
+    """Require integer ``[N, T]`` inputs (or a tuple of ``[N, *]`` integer tensors) and targets
+    with the same number ``N >= 1`` of examples, which is returned."""
     check_token_ids(targets, "targets", rows="N")
-    if inputs.shape != targets.shape:
-        raise ValueError(
-            "inputs and targets must have the same shape [N, T], got "
-            f"{list(inputs.shape)} and {list(targets.shape)}"
-        )
-    if inputs.shape[0] == 0:
+    if isinstance(inputs, tuple):
+        if not inputs:
+            raise ValueError("inputs must be a tensor or a non-empty tuple of tensors, got ()")
+        for index, tensor in enumerate(inputs):
+            check_token_ids(tensor, f"inputs[{index}]", rows="N")
+        sizes = [tensor.shape[0] for tensor in inputs]
+        if any(size != targets.shape[0] for size in sizes):
+            raise ValueError(
+                "every tensor of inputs must have as many examples N as targets, got "
+                f"{sizes} and {targets.shape[0]}"
+            )
+    else:
+        check_token_ids(inputs, "inputs", rows="N")
+        if inputs.shape != targets.shape:
+            raise ValueError(
+                "inputs and targets must have the same shape [N, T], got "
+                f"{list(inputs.shape)} and {list(targets.shape)}"
+            )
+    if targets.shape[0] == 0:
         raise ValueError("inputs must hold at least one example, got N = 0")
+    return targets.shape[0]
 
 
 def _attention_mask(token_ids: torch.Tensor, pad_id: int | None) -> torch.Tensor | None:
@@ -64,9 +78,18 @@ def _attention_mask(token_ids: torch.Tensor, pad_id: int | None) -> torch.Tensor
     return padding_mask(token_ids, pad_id)
 
 
-def _logits(model: nn.Module, token_ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
-    """Run ``model`` and return its logits, whether it returns them alone or first in a tuple."""
-    output = model(token_ids, _attention_mask(token_ids, pad_id))
+def _logits(
+    model: nn.Module, inputs: torch.Tensor | tuple[torch.Tensor, ...], pad_id: int | None
+) -> torch.Tensor:
+    """Run ``model`` and return its logits, whether it returns them alone or first in a tuple.
+
+    One tensor is passed with its padding mask, ``model(token_ids, mask)``; a tuple of tensors
+    is passed as it is, ``model(*inputs)``, and the model masks its own padding.
+    """
+    if isinstance(inputs, tuple):
+        output = model(*inputs)
+    else:
+        output = model(inputs, _attention_mask(inputs, pad_id))
     logits = output[0] if isinstance(output, tuple | list) else output
     if not isinstance(logits, torch.Tensor) or logits.ndim != 3:
         raise ValueError(
@@ -74,6 +97,15 @@ def _logits(model: nn.Module, token_ids: torch.Tensor, pad_id: int | None) -> to
             f"{list(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__}"
         )
     return logits
+
+
+def _rows(
+    inputs: torch.Tensor | tuple[torch.Tensor, ...], rows: torch.Tensor
+) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    """The examples ``rows`` of the inputs: of the tensor, or of every tensor of the tuple."""
+    if isinstance(inputs, tuple):
+        return tuple(tensor[rows] for tensor in inputs)
+    return inputs[rows]
 
 
 class TokenClassifier(nn.Module):
@@ -204,7 +236,7 @@ def token_loss(
 
 def train(
     model: nn.Module,
-    inputs: torch.Tensor,
+    inputs: torch.Tensor | tuple[torch.Tensor, ...],
     targets: torch.Tensor,
     *,
     steps: int,
@@ -229,9 +261,14 @@ def train(
     Args:
         model: Called as ``model(token_ids [B, T], mask)``, where ``mask`` is ``None`` or the
             ``[B, 1, 1, T]`` padding mask; returns logits ``[B, T, V]``, alone or first in a
-            tuple (as :class:`TokenClassifier` does).
-        inputs: Shape ``[N, T]``, an integer dtype: the training inputs.
-        targets: Shape ``[N, T]``, an integer dtype: the token to predict at every position.
+            tuple (as :class:`TokenClassifier` does). When ``inputs`` is a tuple, called as
+            ``model(*batch)`` with the same rows of every tensor of the tuple, and masks its
+            own padding (as :class:`~attention_lab.seq2seq.Seq2SeqTransformer` does with
+            ``(source, decoder_input)``).
+        inputs: Shape ``[N, T]``, an integer dtype: the training inputs; or a tuple of integer
+            tensors ``[N, *]``, batched together.
+        targets: Shape ``[N, T]``, an integer dtype: the token to predict at every position
+            (the ``T`` of the logits, which with a tuple of inputs may differ from theirs).
         steps: Number of optimisation steps, a positive int.
         batch_size: Examples per step, a positive int at most ``N``.
         lr: AdamW learning rate, a positive float.
@@ -248,16 +285,17 @@ def train(
     Raises:
         TypeError: If an argument has the wrong type.
         ValueError: If an argument is out of range, ``inputs`` and ``targets`` differ in
-            shape, or ``batch_size`` exceeds the number of examples.
+            shape (a tuple's tensors: in the number of examples), or ``batch_size`` exceeds the
+            number of examples.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    _check_pair(inputs, targets)
+    num_examples = _check_pair(inputs, targets)
     check_int(steps, "steps")
     check_int(batch_size, "batch_size")
-    if batch_size > inputs.shape[0]:
+    if batch_size > num_examples:
         raise ValueError(
-            f"batch_size={batch_size} is larger than the number of examples N={inputs.shape[0]}"
+            f"batch_size={batch_size} is larger than the number of examples N={num_examples}"
         )
     check_real_above(lr, "lr", 0.0)
     if isinstance(weight_decay, bool) or not isinstance(weight_decay, numbers.Real):
@@ -276,7 +314,6 @@ def train(
         raise ValueError("model has no trainable parameters")
     optimizer = torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay)
     order_generator = torch.Generator().manual_seed(seed)
-    num_examples = inputs.shape[0]
     order = torch.randperm(num_examples, generator=order_generator)  # [N]
     cursor = 0
     history = []
@@ -292,7 +329,7 @@ def train(
                     cursor = 0
                 batch = order[cursor : cursor + batch_size]  # [B]
                 cursor += batch_size
-                logits = _logits(model, inputs[batch], pad_id)  # [B, T, V]
+                logits = _logits(model, _rows(inputs, batch), pad_id)  # [B, T, V]
                 loss = token_loss(logits, targets[batch], pad_id=pad_id)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -323,7 +360,7 @@ class Evaluation(NamedTuple):
 
 def evaluate(
     model: nn.Module,
-    inputs: torch.Tensor,
+    inputs: torch.Tensor | tuple[torch.Tensor, ...],
     targets: torch.Tensor,
     *,
     pad_id: int | None = 0,
@@ -335,7 +372,8 @@ def evaluate(
 
     Args:
         model: As for :func:`train`.
-        inputs: Shape ``[N, T]``, an integer dtype.
+        inputs: Shape ``[N, T]``, an integer dtype; or a tuple of integer tensors ``[N, *]``
+            passed to the model together, as for :func:`train`.
         targets: Shape ``[N, T]``, an integer dtype.
         pad_id: Padding id, masked out of attention and left out of every measure; ``None``
             counts every position.
