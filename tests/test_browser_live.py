@@ -150,6 +150,22 @@ def test_nothing_of_the_model_loads_before_the_click(browser, server, html_dir):
     assert config["precision"] == "float16"
 
 
+def test_a_failed_download_says_why_and_keeps_the_explorer(browser, server):
+    watched = Watched(browser, server)
+    try:
+        watched.tab.goto(f"{server}/{PAGE}", wait_until="load")
+        watched.tab.evaluate("() => caches.delete('attention-by-running-it-live')")
+        watched.tab.route("**/*.onnx", lambda route: route.abort())
+        watched.tab.click("#live-attention .live-load")
+        watched.tab.wait_for_function("() => window.liveAttention.status === 'error'")
+        message = watched.tab.text_content("#live-attention .live-status")
+        assert "could not be loaded" in message and "explorer" in message
+        assert watched.tab.is_enabled("#live-attention .live-load")  # and it can be tried again
+        assert watched.tab.locator("#explorer-attention").count() == 1
+    finally:
+        watched.tab.close()
+
+
 @pytest.mark.parametrize("sentence", UNSEEN, ids=["non-ascii", "sixty-tokens", "markup"])
 def test_typed_sentences_match_the_python_model(live, sentence):
     state = live.type(sentence)
@@ -224,6 +240,20 @@ def test_no_console_error_no_dialog_no_request_outside(live, server):
     fetched = model_downloads(live.requests)
     assert any(u.endswith(".onnx") for u in fetched)
     assert any(u.endswith("ort-wasm-simd-threaded.wasm") for u in fetched)
+
+
+def test_a_second_visit_loads_from_the_browser_cache(live, browser, server):
+    # After the first load (the `live` tab), the files are in the browser's cache.
+    again = Watched(browser, server)
+    try:
+        again.load_model(f"{server}/{PAGE}")
+        # The large files come from the cache (the small scripts may be asked again).
+        large = [u for u in model_downloads(again.requests) if re.search(r"\.(onnx|wasm|json)$", u)]
+        assert not large, large
+        assert again.tab.evaluate("() => window.liveAttention.ids") is not None
+        assert not again.errors, again.errors
+    finally:
+        again.tab.close()
 
 
 @pytest.fixture(scope="module")

@@ -36,6 +36,7 @@
     runs: 0,
     lastRunMs: null,
     firstMapMs: null,
+    loadMs: {}, // from the click: download (all files), session (model ready), firstMap
     error: null
   });
 
@@ -78,79 +79,139 @@
 
   var received = 0;
 
-  // The bytes of url, counting them into the progress bar as they arrive.
+  // The files are kept in the browser's Cache Storage (where it has one: pages served over
+  // https or from this machine), so a later visit loads them without the network. Their names
+  // carry a hash of their content where it can change (the model), so a new build's files
+  // are fetched afresh; entries that no page names any more are dropped.
+  var CACHE_NAME = "attention-by-running-it-live";
+  var cacheOpened = null;
+
+  function openCache() {
+    if (!cacheOpened) {
+      cacheOpened = window.caches && window.isSecureContext
+        ? caches.open(CACHE_NAME).catch(function () { return null; })
+        : Promise.resolve(null);
+    }
+    return cacheOpened;
+  }
+
+  function dropStale(keep) {
+    return openCache().then(function (cache) {
+      if (!cache) return;
+      return cache.keys().then(function (requests) {
+        requests.forEach(function (r) { if (keep.indexOf(r.url) < 0) cache.delete(r); });
+      });
+    }).catch(function () {});
+  }
+
+  // The bytes of url, from the cache or the server, counted into the progress bar.
   function fetchBytes(url) {
-    return fetch(url).then(function (response) {
-      if (!response.ok) throw new Error(url.split("/").pop() + ": HTTP " + response.status);
-      if (!response.body || !response.body.getReader) {
-        return response.arrayBuffer().then(function (buffer) {
-          received += buffer.byteLength;
-          showProgress();
-          return new Uint8Array(buffer);
+    return openCache()
+      .then(function (cache) {
+        return (cache ? cache.match(url) : Promise.resolve(undefined)).then(function (hit) {
+          if (hit) return hit;
+          return fetch(url).then(function (response) {
+            if (!response.ok) throw new Error(url.split("/").pop() + ": HTTP " + response.status);
+            if (cache) cache.put(url, response.clone()).catch(function () {});
+            return response;
+          });
         });
-      }
-      var reader = response.body.getReader();
-      var chunks = [];
-      var length = 0;
-      function pump() {
-        return reader.read().then(function (step) {
-          if (step.done) {
-            var bytes = new Uint8Array(length);
-            var offset = 0;
-            chunks.forEach(function (chunk) { bytes.set(chunk, offset); offset += chunk.length; });
-            return bytes;
-          }
-          chunks.push(step.value);
-          length += step.value.length;
-          received += step.value.length;
-          showProgress();
-          return pump();
-        });
-      }
-      return pump();
-    });
+      })
+      .then(readBytes);
+  }
+
+  function readBytes(response) {
+    if (!response.body || !response.body.getReader) {
+      return response.arrayBuffer().then(function (buffer) {
+        received += buffer.byteLength;
+        showProgress();
+        return new Uint8Array(buffer);
+      });
+    }
+    var reader = response.body.getReader();
+    var chunks = [];
+    var length = 0;
+    function pump() {
+      return reader.read().then(function (step) {
+        if (step.done) {
+          var bytes = new Uint8Array(length);
+          var offset = 0;
+          chunks.forEach(function (chunk) { bytes.set(chunk, offset); offset += chunk.length; });
+          return bytes;
+        }
+        chunks.push(step.value);
+        length += step.value.length;
+        received += step.value.length;
+        showProgress();
+        return pump();
+      });
+    }
+    return pump();
   }
 
   function showProgress() {
+    if (state.status !== "loading") return; // an error already said what happened
     progress.value = Math.min(received, config.total);
     say("Downloading: " + megabytes(received) + " of " + megabytes(config.total) + "…");
   }
 
+  // A 70-byte ONNX graph (y = Identity(x)): creating a session from it starts ONNX Runtime
+  // (compiles its WebAssembly) while the model is still downloading.
+  var WARM_UP = "CAgSADo6ChAKAXgSAXkiCElkZW50aXR5EgR3YXJtWg8KAXgSCgoICAESBAoCCAFiDwoBeRIKCggIARIECgIIAUIECgAQEQ==";
+
+  function startRuntime(module, wasmBytes, ortUrl) {
+    ort = module;
+    ort.env.logLevel = "error";
+    ort.env.wasm.numThreads = 1; // single-threaded: no SharedArrayBuffer, no special headers
+    ort.env.wasm.proxy = false;
+    ort.env.wasm.wasmPaths = ortUrl.href; // its default points at a CDN
+    ort.env.wasm.wasmBinary = wasmBytes;
+    var bytes = Uint8Array.from(atob(WARM_UP), function (c) { return c.charCodeAt(0); });
+    return ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
+  }
+
   function load() {
     var started = performance.now();
+    received = 0;
     button.disabled = true;
     progress.hidden = false;
     state.status = "loading";
     say("Downloading: 0.0 MB of " + megabytes(config.total) + "…");
     var ortUrl = new URL("onnxruntime-web/", vendor);
     var decoder = new TextDecoder();
-    Promise.all([
+    var urls = {
+      wasm: new URL("ort-wasm-simd-threaded.wasm", ortUrl).href,
+      model: new URL(config.model, here).href,
+      tokenizer: new URL("tokenizer.json", here).href,
+      tokenizerConfig: new URL("tokenizer_config.json", here).href
+    };
+    dropStale(Object.keys(urls).map(function (k) { return urls[k]; }));
+    var runtime = Promise.all([
       import(new URL("ort.wasm.min.mjs", ortUrl).href),
+      fetchBytes(urls.wasm)
+    ]).then(function (parts) { return startRuntime(parts[0], parts[1], ortUrl); });
+    Promise.all([
+      runtime,
       import(new URL("tokenizers/tokenizers.min.mjs", vendor).href),
-      fetchBytes(new URL("ort-wasm-simd-threaded.wasm", ortUrl).href),
-      fetchBytes(new URL(config.model, here).href),
-      fetchBytes(new URL("tokenizer.json", here).href),
-      fetchBytes(new URL("tokenizer_config.json", here).href)
+      fetchBytes(urls.model),
+      fetchBytes(urls.tokenizer),
+      fetchBytes(urls.tokenizerConfig)
     ])
       .then(function (parts) {
-        ort = parts[0];
+        state.loadMs.download = performance.now() - started;
         var Tokenizer = parts[1].Tokenizer;
         tokenizer = new Tokenizer(
-          JSON.parse(decoder.decode(parts[4])),
-          JSON.parse(decoder.decode(parts[5]))
+          JSON.parse(decoder.decode(parts[3])),
+          JSON.parse(decoder.decode(parts[4]))
         );
-        ort.env.logLevel = "error";
-        ort.env.wasm.numThreads = 1; // single-threaded: no SharedArrayBuffer, no special headers
-        ort.env.wasm.proxy = false;
-        ort.env.wasm.wasmPaths = ortUrl.href; // its default points at a CDN
-        ort.env.wasm.wasmBinary = parts[2];
         say("Starting the model…");
-        return ort.InferenceSession.create(parts[3], {
+        return ort.InferenceSession.create(parts[2], {
           executionProviders: ["wasm"],
           graphOptimizationLevel: "all"
         });
       })
       .then(function (created) {
+        state.loadMs.session = performance.now() - started;
         session = created;
         progress.hidden = true;
         button.hidden = true;
@@ -160,7 +221,7 @@
         return compute();
       })
       .then(function () {
-        state.firstMapMs = performance.now() - started;
+        state.firstMapMs = state.loadMs.firstMap = performance.now() - started;
         field.addEventListener("input", function () {
           clearTimeout(pending);
           pending = setTimeout(compute, 250);
