@@ -232,6 +232,40 @@ def test_the_grid_and_the_switch_work_from_the_keyboard(live):
     assert live.tab.text_content(".live-readout").startswith("Query 2 (cat)")
 
 
+def test_two_sentences_side_by_side_and_their_difference(live):
+    live.type("Dog bites man.")
+    live.tab.check("#live-compare")
+    live.tab.wait_for_function("() => window.liveAttention.second !== null")
+    runs = live.tab.evaluate("() => window.liveAttention.runs")
+    live.tab.fill("#live-text-b", "Man bites dog.")
+    live.tab.wait_for_function(
+        "(n) => window.liveAttention.second?.sentence === 'Man bites dog.'"
+        " && window.liveAttention.difference !== null",
+        arg=runs,
+    )
+    live.tab.select_option("#live-layer", "2")
+    live.tab.select_option("#live-head", "9")
+    got = live.tab.evaluate(
+        "() => { const d = window.liveAttention.difference;"
+        " return [d.layer, d.head, Array.from(d.values), d.largest]; }"
+    )
+    _, _, first = reference("Dog bites man.")
+    _, _, second = reference("Man bites dog.")
+    expected = second[2, 9] - first[2, 9]  # [T, T]: the same 6 tokens, in another order
+    assert got[:2] == [2, 9]
+    values = np.asarray(got[2], dtype=np.float32).reshape(expected.shape)
+    assert np.abs(values - expected).max() <= 2 * ATOL_ATTENTION  # two maps' errors add up
+    assert abs(got[3] - np.abs(expected).max()) <= 2 * ATOL_ATTENTION
+    assert live.tab.locator(".live-compare-views").is_visible()
+    # Sentences of different lengths: side by side, and a message instead of the difference.
+    live.tab.fill("#live-text-b", "A much longer second sentence than the first one.")
+    live.tab.wait_for_function("() => window.liveAttention.difference === null")
+    assert "same number of tokens" in live.tab.text_content(".live-compare-views")
+    live.tab.uncheck("#live-compare")
+    live.tab.wait_for_function("() => window.liveAttention.second === null")
+    assert live.tab.locator(".live-compare-views").is_hidden()
+
+
 def test_no_console_error_no_dialog_no_request_outside(live, server):
     assert not live.errors, live.errors
     assert not live.dialogs, live.dialogs
@@ -300,6 +334,14 @@ def test_a_desktop_screenshot(live):
     live.type(UNSEEN[0])
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     live.tab.locator("#live-attention").screenshot(path=str(SCREENSHOTS / "live_attention.png"))
+    live.type("Dog bites man.")
+    live.tab.check("#live-compare")
+    live.tab.fill("#live-text-b", "Man bites dog.")
+    live.tab.wait_for_function("() => window.liveAttention.difference !== null")
+    live.tab.locator("#live-attention").screenshot(
+        path=str(SCREENSHOTS / "live_attention_compare.png")
+    )
+    live.tab.uncheck("#live-compare")
 
 
 def test_a_page_opened_as_a_file_says_why_the_model_cannot_load(browser, html_dir):

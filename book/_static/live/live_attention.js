@@ -36,6 +36,8 @@
     runs: 0,
     lastRunMs: null,
     firstMapMs: null,
+    second: null, // the second sentence when comparing: sentence, ids, tokens, attentions
+    difference: null, // second minus first for the chosen head, when both have T tokens
     loadMs: {}, // from the click: download (all files), session (model ready), firstMap
     error: null
   });
@@ -244,7 +246,7 @@
   var running = Promise.resolve();
 
   function compute() {
-    running = running.then(computeNow, computeNow);
+    running = running.then(computeNow, computeNow).then(computeSecond, computeSecond);
     return running;
   }
 
@@ -349,6 +351,41 @@
       }
     }
 
+    var compareBox = el("input", { type: "checkbox", id: "live-compare" });
+    var secondField = el("textarea", { id: "live-text-b", className: "live-text", rows: "2", spellcheck: "false" });
+    secondField.value = "Man bites dog.";
+    var secondLabel = el("label", { for: "live-text-b", className: "live-label", text: "Second sentence" });
+    var secondCanvas = el("canvas", { className: "live-large-canvas" });
+    var secondBox = el("div", { className: "live-large", tabindex: "0", role: "img" }, [secondCanvas]);
+    var diffCanvas = el("canvas", { className: "live-large-canvas" });
+    var diffBox = el("div", { className: "live-large", tabindex: "0", role: "img" }, [diffCanvas]);
+    var secondTitle = el("p", { className: "live-heading" });
+    var diffText = el("p", { className: "live-readout" });
+    var compareViews = el("div", { className: "live-compare-views" }, [
+      secondTitle, secondBox,
+      el("p", { className: "live-heading", text: "Difference" }), diffBox, diffText
+    ]);
+    compareViews.hidden = true;
+    var compareInput = el("div", { className: "live-compare-input" }, [secondLabel, secondField]);
+    compareInput.hidden = true;
+    compareBox.addEventListener("change", function () {
+      compareInput.hidden = !compareBox.checked;
+      compute();
+    });
+    secondField.addEventListener("input", function () {
+      clearTimeout(pending);
+      pending = setTimeout(compute, 250);
+    });
+    ui.compareBox = compareBox;
+    ui.secondField = secondField;
+    ui.secondCanvas = secondCanvas;
+    ui.secondBox = secondBox;
+    ui.diffCanvas = diffCanvas;
+    ui.diffBox = diffBox;
+    ui.secondTitle = secondTitle;
+    ui.diffText = diffText;
+    ui.compareViews = compareViews;
+
     var large = el("canvas", { className: "live-large-canvas" });
     var largeBox = el("div", { className: "live-large", tabindex: "0", role: "img" }, [large]);
     var readout = el("p", { className: "live-readout" });
@@ -363,7 +400,12 @@
       el("p", { className: "live-heading live-large-title" }),
       largeBox,
       legend,
-      readout
+      readout,
+      el("div", { className: "live-compare" }, [
+        el("span", {}, [compareBox, el("label", { for: "live-compare", text: " Compare with a second sentence" })]),
+        compareInput,
+        compareViews
+      ])
     ]);
     views.appendChild(ui.body);
     ui.layerSelect = layerSelect;
@@ -447,18 +489,17 @@
   }
 
   // The large map: one head, the tokens on both axes (drawn as text on the canvas).
-  function drawLarge() {
-    var tokens = state.tokens;
+  // One map on a canvas: value(q, k) -> [r, g, b] for each cell, the tokens on both axes
+  // (drawn as text), the query row outlined. Returns the cell geometry.
+  function drawMap(canvas, box, tokens, value, query) {
     var T = tokens.length;
-    var layer = selected.layer;
-    var head = selected.head;
     var font = "12px system-ui, sans-serif";
-    var ctx = ui.large.getContext("2d");
+    var ctx = canvas.getContext("2d");
     ctx.font = font;
     var labelWidth = 0;
     tokens.forEach(function (t) { labelWidth = Math.max(labelWidth, ctx.measureText(t).width); });
     var margin = Math.ceil(Math.min(labelWidth, 160)) + 8;
-    var available = Math.max(200, ui.largeBox.clientWidth - margin - 4);
+    var available = Math.max(200, box.clientWidth - margin - 4);
     // Cells of at least 14 px keep the labels readable; past 128 tokens the map is drawn to
     // fit (3 px at least) and the labels are left out.
     var labelled = T <= 128;
@@ -466,28 +507,25 @@
     var cell = Math.max(labelled ? 14 : 3, Math.min(36, Math.floor(available / T)));
     var size = margin + cell * T;
     var ratio = window.devicePixelRatio || 1;
-    ui.large.width = Math.ceil(size * ratio);
-    ui.large.height = Math.ceil(size * ratio);
-    ui.large.style.width = size + "px";
-    ui.large.style.height = size + "px";
-    ctx = ui.large.getContext("2d");
+    canvas.width = Math.ceil(size * ratio);
+    canvas.height = Math.ceil(size * ratio);
+    canvas.style.width = size + "px";
+    canvas.style.height = size + "px";
+    ctx = canvas.getContext("2d");
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.fillStyle = "#fff";
     ctx.fillRect(0, 0, size, size);
-    var a = state.attentions;
-    var base = (layer * HEADS + head) * T * T;
-    var top = perHead ? headMax(layer, head, T) : 1;
     for (var q = 0; q < T; q++) {
       for (var k = 0; k < T; k++) {
-        var c = colour(a[base + q * T + k] / top);
+        var c = value(q, k);
         ctx.fillStyle = "rgb(" + c[0] + "," + c[1] + "," + c[2] + ")";
         ctx.fillRect(margin + k * cell, margin + q * cell, cell, cell);
       }
     }
-    if (selected.query >= 0) {
+    if (query >= 0 && query < T) {
       ctx.strokeStyle = "#d62728";
       ctx.lineWidth = 2;
-      ctx.strokeRect(margin + 1, margin + selected.query * cell + 1, cell * T - 2, cell - 2);
+      ctx.strokeRect(margin + 1, margin + query * cell + 1, cell * T - 2, cell - 2);
     }
     ctx.font = font;
     ctx.fillStyle = "#222";
@@ -501,7 +539,20 @@
       tokens.forEach(function (t, i) { ctx.fillText(clip(ctx, t), -(margin - 4), margin + (i + 0.5) * cell); });
       ctx.restore();
     }
-    ui.geometry = { margin: margin, cell: cell, T: T };
+    return { margin: margin, cell: cell, T: T };
+  }
+
+  function drawLarge() {
+    var tokens = state.tokens;
+    var T = tokens.length;
+    var layer = selected.layer;
+    var head = selected.head;
+    var a = state.attentions;
+    var base = (layer * HEADS + head) * T * T;
+    var top = perHead ? headMax(layer, head, T) : 1;
+    ui.geometry = drawMap(ui.large, ui.largeBox, tokens, function (q, k) {
+      return colour(a[base + q * T + k] / top);
+    }, selected.query);
     ui.title.textContent = "Layer " + layer + ", head " + head + ": rows are queries, columns keys";
     ui.largeBox.setAttribute(
       "aria-label",
@@ -510,6 +561,89 @@
     );
     drawLegend(top);
     ui.readout.textContent = rowText();
+    drawCompare();
+  }
+
+  // ---- two sentences side by side --------------------------------------------------------
+
+  // Blue (less weight in the second sentence), white (the same), red (more): v in [-1, 1].
+  function diverging(v) {
+    var x = Math.max(-1, Math.min(1, v));
+    var end = x < 0 ? [33, 102, 172] : [178, 24, 43];
+    var t = Math.abs(x);
+    return [255 + (end[0] - 255) * t, 255 + (end[1] - 255) * t, 255 + (end[2] - 255) * t];
+  }
+
+  function drawCompare() {
+    var b = state.second;
+    if (!ui.compareBox.checked || !b || !b.attentions || !state.attentions) {
+      ui.compareViews.hidden = true;
+      return;
+    }
+    ui.compareViews.hidden = false;
+    var layer = selected.layer;
+    var head = selected.head;
+    var T = b.tokens.length;
+    var base = (layer * HEADS + head) * T * T;
+    var top = 1;
+    if (perHead) {
+      top = 0;
+      for (var i = 0; i < T * T; i++) top = Math.max(top, b.attentions[base + i]);
+      top = top || 1;
+    }
+    drawMap(ui.secondCanvas, ui.secondBox, b.tokens, function (q, k) {
+      return colour(b.attentions[base + q * T + k] / top);
+    }, -1);
+    ui.secondTitle.textContent = "Second sentence, layer " + layer + ", head " + head;
+    ui.secondBox.setAttribute("aria-label", "Attention of layer " + layer + ", head " + head +
+      " in the second sentence, " + T + " tokens");
+    var A = state.tokens.length;
+    if (A !== T) {
+      ui.diffBox.hidden = true;
+      ui.diffText.textContent = "The difference is drawn for two sentences of the same number " +
+        "of tokens (here " + A + " and " + T + "), such as the same words in another order.";
+      state.difference = null;
+      return;
+    }
+    var a = state.attentions;
+    var diff = new Float32Array(T * T);
+    var largest = 0;
+    for (i = 0; i < T * T; i++) {
+      diff[i] = b.attentions[base + i] - a[base + i];
+      largest = Math.max(largest, Math.abs(diff[i]));
+    }
+    state.difference = { layer: layer, head: head, values: diff, largest: largest };
+    var scale = perHead ? (largest || 1) : 1;
+    ui.diffBox.hidden = false;
+    drawMap(ui.diffCanvas, ui.diffBox, b.tokens.map(function (t, j) {
+      return t === state.tokens[j] ? t : state.tokens[j] + " / " + t;
+    }), function (q, k) { return diverging(diff[q * T + k] / scale); }, -1);
+    ui.diffBox.setAttribute("aria-label", "Second sentence minus first, layer " + layer +
+      ", head " + head + "; largest change " + largest.toFixed(2));
+    ui.diffText.textContent = "Second minus first: red where the second sentence puts more " +
+      "weight, blue where less, white where the same (scale ±" + scale.toFixed(2) + "). " +
+      "Largest change in this head: " + largest.toFixed(2) + ".";
+  }
+
+  function computeSecond() {
+    var text = ui.secondField.value;
+    if (!ui.compareBox.checked || text.trim() === "") {
+      state.second = null;
+      drawCompare();
+      return Promise.resolve();
+    }
+    var ids = tokenizer.encode(text).ids;
+    var tokens = tokenizer.encode(text).tokens;
+    if (ids.length > config.maxTokens) {
+      ids = ids.slice(0, config.maxTokens - 1).concat([SEP]);
+      tokens = tokens.slice(0, config.maxTokens - 1).concat(["[SEP]"]);
+    }
+    var T = ids.length;
+    var input = new ort.Tensor("int64", BigInt64Array.from(ids, function (i) { return BigInt(i); }), [1, T]);
+    return session.run({ input_ids: input }).then(function (out) {
+      state.second = { sentence: text, ids: ids, tokens: tokens, attentions: out.attentions.data };
+      drawCompare();
+    });
   }
 
   function clip(ctx, text) {
