@@ -266,6 +266,25 @@ def test_two_sentences_side_by_side_and_their_difference(live):
     assert live.tab.locator(".live-compare-views").is_hidden()
 
 
+def test_the_loaded_box_is_accessible(live):
+    # axe-core (WCAG 2.0/2.1 A and AA) on the page once the box shows its views, comparison on.
+    from test_browser_a11y import AXE, BLOCKING, run_axe
+
+    if not AXE.is_file():
+        pytest.skip("axe-core is not installed (make book runs npm ci)")
+    live.type("Dog bites man.")
+    live.tab.check("#live-compare")
+    live.tab.wait_for_function("() => window.liveAttention.difference !== null")
+    result = run_axe(live.tab)
+    live.tab.uncheck("#live-compare")
+    blocking = [
+        (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
+        for v in result["violations"]
+        if v["impact"] in BLOCKING
+    ]
+    assert not blocking, blocking
+
+
 def test_no_console_error_no_dialog_no_request_outside(live, server):
     assert not live.errors, live.errors
     assert not live.dialogs, live.dialogs
