@@ -112,7 +112,13 @@ class Watched:
     def type(self, text: str, heads: tuple[int, ...] = ()) -> dict:
         runs = self.tab.evaluate("() => window.liveAttention.runs")
         self.tab.fill("#live-text", text)
-        self.tab.wait_for_function("(n) => window.liveAttention.runs > n", arg=runs, timeout=60_000)
+        # A run that started before the text changed may end first: wait for this text's run.
+        self.tab.wait_for_function(
+            "([n, text]) => window.liveAttention.runs > n && window.liveAttention.sentence === text"
+            " && window.liveAttention.status === 'ready'",
+            arg=[runs, text],
+            timeout=60_000,
+        )
         return self.tab.evaluate(READ_STATE, list(heads))
 
 
@@ -274,6 +280,7 @@ def test_the_loaded_box_is_accessible(live):
         pytest.skip("axe-core is not installed (make book runs npm ci)")
     live.type("Dog bites man.")
     live.tab.check("#live-compare")
+    live.tab.fill("#live-text-b", "Man bites dog.")
     live.tab.wait_for_function("() => window.liveAttention.difference !== null")
     result = run_axe(live.tab)
     live.tab.uncheck("#live-compare")
