@@ -7,7 +7,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# Front-end packages (plotly.js, Font Awesome, axe-core for the tests) from npm, pinned in
+# Front-end packages (plotly.js, onnxruntime-web and @huggingface/tokenizers for chapter 09's
+# live box, axe-core for the tests) from npm, pinned in
 # package-lock.json; the build copies what pages need into _build/html/_static/vendor/.
 NODE_STAMP := node_modules/.installed
 BUILD  := _build
@@ -24,18 +25,19 @@ export PYTHONHASHSEED := 0
 # unchanged pages are re-read) whenever that hash differs from the last successful build's.
 LIB_HASH = $$(find lib -name '*.py' -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 
-.PHONY: help venv node book test lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights
+.PHONY: help venv node book test lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
 	@echo "make test       lint, library tests, zero-warning book build, built-HTML and browser tests"
 	@echo "make notebooks  build the book, then write every page as a Jupyter notebook into notebooks/"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
-	@echo "make bench      both measurements below, about 5 minutes (tables in benchmarks/results/)"
+	@echo "make bench      library, book and live-box measurements below, about 6 minutes (tables in benchmarks/results/)"
 	@echo "make bench-library  the library against PyTorch/transformers: medians and ratios"
 	@echo "make bench-book     cold, no-change and one-page-changed builds; each page's run time;"
 	@echo "                    each chapter's words of prose (after make book)"
 	@echo "make bench-weights  compressed bytes each built page downloads (first visit, next page)"
+	@echo "make bench-live     chapter 09's live attention box in Chromium: download, first map, per sentence"
 	@echo "make clean      remove _build/ and notebooks/ (keeps .venv)"
 
 venv: $(STAMP)
@@ -80,7 +82,7 @@ notebooks: book
 
 # Measured comparisons: median times over interleaved runs, as ratios to the reference; then
 # the book's own build times (in a temporary copy, so _build/ is untouched).
-bench: bench-library bench-book
+bench: bench-library bench-book bench-live
 
 bench-library: $(STAMP)
 	$(BIN)/python benchmarks/library.py
@@ -88,6 +90,11 @@ bench-library: $(STAMP)
 bench-book: book $(NODE_STAMP)
 	$(BIN)/python benchmarks/book.py
 	$(BIN)/python benchmarks/word_counts.py
+
+# Chapter 09's live attention box in headless Chromium: the click's download, the time to the
+# first map, the time per sentence of 16 and 64 tokens (needs `make book`).
+bench-live: book
+	$(BIN)/python benchmarks/live_attention.py
 
 # Compressed bytes each built page downloads, first visit and next page (needs `make book`).
 bench-weights: $(STAMP)

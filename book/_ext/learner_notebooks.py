@@ -351,6 +351,13 @@ def directive(page: Page, match: re.Match) -> str:
         return literal_include(page, argument, options)
     if name == "math":
         return f"$$\n{body}\n$$"
+    if name == "live-attention":
+        # The book's box runs the model in the browser; a notebook has the kernel instead.
+        return (
+            "> *The book's page has a box here that runs MiniLM in your browser on any sentence "
+            "you type. In this notebook, use the* Try it yourself *cell below "
+            "(`attention_grid`).*"
+        )
     raise ConversionError(f"{page.docname}: the directive {{{name}}} has no plain-markdown form")
 
 

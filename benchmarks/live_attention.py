@@ -1,0 +1,173 @@
+"""`make bench-live`: chapter 09's live attention box in headless Chromium, timed.
+
+Over a local server (``_build/html``; ``make book`` first), with an empty browser cache:
+
+- **download**: the bytes the button's click fetches (the ONNX model, ONNX Runtime's
+  WebAssembly build, the tokenizer), as files and as a static host sends them (gzip for text and
+  for the .wasm and .onnx files, as GitHub Pages does);
+- **first map**: from the click to the first attention map drawn (``window.liveAttention``'s
+  ``firstMapMs``), with an empty cache and again with the files in the browser's cache. Served
+  from this machine, the download itself takes next to no time: what is measured is compiling the
+  WebAssembly, loading the model and the first run;
+- **per sentence**: tokenising, running the model and drawing the 72 maps and the large one, for
+  sentences of 16 and 64 tokens (median of ``REPEATS`` runs, ``lastRunMs``).
+
+Goals: first map <= 3 s, each sentence <= 300 ms. The numbers depend on the machine and its
+load; nothing fails on them (tests never assert a time). Results:
+``benchmarks/results/live_attention.txt``.
+
+Usage: ``python benchmarks/live_attention.py [path/to/_build/html]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gzip
+import html
+import http.server
+import json
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import page_weights  # noqa: E402 - after the path is set
+
+RESULTS = ROOT / "benchmarks" / "results"
+PAGE = "notebooks_src/chapters/09_attention_in_a_pretrained_model.html"
+GOAL_FIRST_MAP_MS = 3000
+GOAL_SENTENCE_MS = 300
+REPEATS = 9
+TEXT = (
+    "the river rose slowly through the night while the village slept and by morning the old "
+    "bridge that had stood for two hundred years was gone so the children who crossed it "
+    "every day to reach the school on the far bank waited with their teachers for the ferry "
+    "that the council had promised would run until a new bridge was built next summer"
+).split()
+
+
+def sentence_of(n_tokens: int, shift: int) -> str:
+    """A sentence of exactly ``n_tokens`` tokens ([CLS] and [SEP] included), from word ``shift``."""
+    from attention_lab.pretrained import load_tokenizer
+
+    tokenizer = load_tokenizer()
+    words = (TEXT[shift:] + TEXT) * 2
+    for k in range(1, len(words)):
+        text = " ".join(words[:k])
+        count = len(tokenizer(text)["input_ids"])
+        if count == n_tokens:
+            return text
+        if count > n_tokens:
+            break
+    raise ValueError(f"no sentence of {n_tokens} tokens from word {shift}")
+
+
+def served_bytes(path: Path) -> int:
+    data = path.read_bytes()
+    return min(len(data), len(gzip.compress(data, compresslevel=6, mtime=0)))
+
+
+def load(context, base: str) -> tuple[object, float]:
+    tab = page_weights.local_tab(context, base)
+    tab.goto(f"{base}/{PAGE}", wait_until="load")
+    start = time.perf_counter()
+    tab.click("#live-attention .live-load")
+    tab.wait_for_function(
+        "() => window.liveAttention.status === 'ready' && window.liveAttention.firstMapMs",
+        timeout=300_000,
+    )
+    wall = (time.perf_counter() - start) * 1000
+    return tab, tab.evaluate("() => window.liveAttention.loadMs"), wall
+
+
+def per_sentence(tab, n_tokens: int) -> float:
+    times = []
+    for k in range(REPEATS):
+        text = sentence_of(n_tokens, k)
+        runs = tab.evaluate("() => window.liveAttention.runs")
+        tab.fill("#live-text", text)
+        tab.wait_for_function("(n) => window.liveAttention.runs > n", arg=runs, timeout=60_000)
+        state = tab.evaluate("() => [window.liveAttention.lastRunMs, window.liveAttention.shape]")
+        assert state[1][2] == n_tokens, (state, n_tokens)
+        times.append(state[0])
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("html_dir", nargs="?", type=Path, default=ROOT / "_build" / "html")
+    args = parser.parse_args(argv)
+    html_dir: Path = args.html_dir.resolve()
+    page = html_dir / PAGE
+    if not page.is_file():
+        print(f"no built chapter 09 in {html_dir}: run `make book` first", file=sys.stderr)
+        return 1
+    found = re.search(r'data-config="([^"]*)"', page.read_text(encoding="utf-8"))
+    config = json.loads(html.unescape(found.group(1)))
+    files = [html_dir / "_static" / name for name in config["sizes"]]
+    raw = sum(f.stat().st_size for f in files)
+    gz = sum(served_bytes(f) for f in files)
+    from playwright.sync_api import sync_playwright
+
+    handler = functools.partial(page_weights._Quiet, directory=str(html_dir))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}"
+    profile = tempfile.mkdtemp(prefix="live-attention-chromium-")
+    try:
+        with sync_playwright() as p:
+            context = p.chromium.launch_persistent_context(
+                profile,
+                executable_path=page_weights.CHROMIUM,
+                headless=True,
+                args=page_weights.CHROMIUM_ARGS,
+            )
+            try:
+                tab, cold, cold_wall = load(context, base)
+                times = {n: per_sentence(tab, n) for n in (16, 64)}
+                tab.close()
+                tab, warm, _ = load(context, base)  # the files now in the browser's cache
+                tab.close()
+            finally:
+                context.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        shutil.rmtree(profile, ignore_errors=True)
+
+    def verdict(value: float, goal: float) -> str:
+        return f"goal <= {goal:.0f} ms: {'met' if value <= goal else 'MISSED'}"
+
+    lines = [
+        "Chapter 09's live attention box in headless Chromium (local server; machine under load)",
+        f"download on the click: {raw / 1e6:.1f} MB of files, {gz / 1e6:.1f} MB gzip-compressed "
+        f"({len(files)} files; model {config['precision']})",
+        f"click -> first attention map, empty cache: {cold['firstMap']:.0f} ms (files in "
+        f"{cold['download']:.0f} ms, model ready at {cold['session']:.0f} ms; Python's clock: "
+        f"{cold_wall:.0f} ms); {verdict(cold['firstMap'], GOAL_FIRST_MAP_MS)}",
+        f"click -> first attention map, files cached: {warm['firstMap']:.0f} ms (files in "
+        f"{warm['download']:.0f} ms, model ready at {warm['session']:.0f} ms); "
+        f"{verdict(warm['firstMap'], GOAL_FIRST_MAP_MS)}",
+    ]
+    for n, ms in times.items():
+        lines.append(
+            f"one sentence of {n} tokens (tokenise, run, draw; median of {REPEATS}): "
+            f"{ms:.0f} ms; {verdict(ms, GOAL_SENTENCE_MS)}"
+        )
+    report = "\n".join(lines)
+    print(report)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "live_attention.txt").write_text(report + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
