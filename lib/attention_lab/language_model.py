@@ -379,8 +379,9 @@ class BracketLanguage:
 
     :meth:`sample` writes sentences as a speaker who, at every step, picks uniformly among the
     tokens the rules allow next (:meth:`allowed_next`); an ``(`` is allowed only if it can still
-    be closed within ``max_brackets``. So the lowest loss any model can reach on its sentences
-    is the mean of ``log(number of allowed tokens)`` over the predicted positions.
+    be closed within ``max_brackets``. So the lowest mean loss a model that sees only the tokens
+    so far can reach on its sentences is the mean of ``log(number of allowed tokens)`` over the
+    predicted positions (a model that reads ahead, without the causal mask, can go lower).
 
     Args:
         max_depth: Deepest nesting allowed, a positive int.
