@@ -1,0 +1,327 @@
+"""The instruments (book/_ext/instruments.py) in headless Chromium, checked against attention_lab.
+
+An instrument computes in the page, in JavaScript, from the reader's settings. Its random inputs
+come from the seeded generator of ``book/_static/instruments/core.js``, which this file
+reproduces in Python (:class:`Mulberry32`): the page's draws are compared with the reproduction,
+and the page's own draws are then fed to the library, whose numbers the page's must match.
+
+Tolerances are derived, not tuned. The page computes a dot product of ``n`` terms in float64; the
+library computes it again in another order (float64, or float32 for a model's dtype). Each
+result is within ``gamma(n) * sum_i |q_i k_i|`` of the exact one (``gamma(n) = n u / (1 - n u)``,
+``u`` the unit roundoff), so the softmax's inputs differ by at most ``delta`` (:func:`bound`).
+Shifting a softmax's inputs by at most ``delta`` scales every weight by a factor within
+``exp(+-2 delta)``; the entropy, the Jacobian and the spread follow from the weights' bounds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from test_browser_a11y import AXE, BLOCKING, page_weights, run_axe
+
+from attention_lab.attention import scaled_dot_product_attention
+from conftest import SCREENSHOTS
+
+pytestmark = pytest.mark.browser
+
+PAGE = "notebooks_src/chapters/02_scaled_dot_product_attention.html"
+U64, U32 = 2.0**-53, 2.0**-24
+MASK = 0xFFFFFFFF
+
+
+class Mulberry32:
+    """core.js's generator in Python: the same uint32 stream, uniforms and normals."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & MASK
+        self.spare: float | None = None
+
+    def next(self) -> int:
+        self.state = (self.state + 0x6D2B79F5) & MASK
+        a = self.state
+        t = ((a ^ (a >> 15)) * (1 | a)) & MASK  # Math.imul keeps the low 32 bits
+        t = ((t + (((t ^ (t >> 7)) * (61 | t)) & MASK)) & MASK) ^ t
+        return (t ^ (t >> 14)) & MASK
+
+    def uniform(self) -> float:
+        return (self.next() + 0.5) / 2**32
+
+    def normal(self) -> float:
+        if self.spare is not None:
+            z, self.spare = self.spare, None
+            return z
+        r = math.sqrt(-2 * math.log(self.uniform()))
+        angle = 2 * math.pi * self.uniform()
+        self.spare = r * math.sin(angle)
+        return r * math.cos(angle)
+
+    def normals(self, n: int) -> np.ndarray:
+        return np.array([self.normal() for _ in range(n)])
+
+
+def gamma(n: int, u: float) -> float:
+    return n * u / (1 - n * u)
+
+
+def bound(query: torch.Tensor, keys: torch.Tensor, scale: float, u: float) -> float:
+    """Largest difference between two computations of the softmax's inputs q.k_j / scale."""
+    # Per term: q and k rounded to the dtype, the factor, the product, up to n - 1 additions,
+    # sqrt(d_k) and the division by it: at most n + 6 roundings.
+    n = query.shape[-1] + 6
+    magnitude = (query.abs() * keys.abs()).sum(-1).max().item()  # max_j sum_i |q_i k_ji|
+    return 2 * gamma(n, u) * magnitude / scale
+
+
+def weight_bounds(p: np.ndarray, delta: float, u: float = U64) -> np.ndarray:
+    """|p'_i - p_i| for inputs moved by at most delta, plus the softmax's own roundings (an exp
+    per weight, a sum of Tk terms and a division, in either computation)."""
+    return p * (math.expm1(2 * delta) + 2 * (len(p) + 4) * u) + 8 * u
+
+
+# --- driving the page ----------------------------------------------------------------------
+
+READ = """() => {
+  const s = window.attentionInstruments.scaling;
+  const row = (r) => ({weights: Array.from(r.weights), maxWeight: r.maxWeight,
+    entropy: r.entropy, jacobianNorm: r.jacobianNorm, spread: r.spread});
+  return {seed: s.seed, dK: s.dK, numKeys: s.numKeys, temperature: s.temperature, runs: s.runs,
+    query: Array.from(s.query), keys: Array.from(s.keys), scores: Array.from(s.scores),
+    unscaled: row(s.unscaled), scaled: row(s.scaled),
+    status: document.querySelector('#instrument-scaling .instrument-status').textContent,
+    table: Array.from(document.querySelectorAll('#instrument-scaling td'), (c) => c.textContent)};
+}"""
+SET_RANGE = """([selector, value]) => {
+  const el = document.querySelector(selector);
+  el.value = String(value);
+  el.dispatchEvent(new Event('input', {bubbles: true}));
+}"""
+
+
+class Tab:
+    """Chapter 02 in a local-only tab; records console errors, dialogs and every request."""
+
+    def __init__(self, browser, server: str, width: int = 1280) -> None:
+        self.tab = page_weights.local_tab(browser, server)
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.tab.on("request", lambda r: self.requests.append(r.url))
+        self.tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.tab.set_viewport_size({"width": width, "height": 900})
+        self.tab.goto(f"{server}/{PAGE}", wait_until="load")
+        self.tab.wait_for_function("() => window.attentionInstruments?.scaling?.runs > 0")
+
+    def state(self) -> dict:
+        return self.tab.evaluate(READ)
+
+    def set_range(self, name: str, value: float) -> None:
+        self.tab.evaluate(SET_RANGE, [f"#instrument-scaling-{name}", value])
+
+
+@pytest.fixture(scope="module")
+def page(browser, server):
+    tab = Tab(browser, server)
+    yield tab
+    tab.tab.close()
+
+
+def check_against_the_library(state: dict) -> dict:
+    """Compare the page's draws and numbers with Mulberry32 and attention_lab; the errors."""
+    d_k, num_keys, tau = state["dK"], state["numKeys"], state["temperature"]
+    # 1. The page drew what the generator says: the query, then the keys row by row. Math.log,
+    # sin and cos may differ from C's by an ulp, hence not bit for bit.
+    rng = Mulberry32(state["seed"])
+    expected_query, expected_keys = rng.normals(d_k), rng.normals(num_keys * d_k)
+    np.testing.assert_allclose(state["query"], expected_query, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(state["keys"], expected_keys, rtol=1e-14, atol=1e-15)
+    # 2. The page's inputs, exactly, to the library.
+    query = torch.tensor(state["query"], dtype=torch.float64).reshape(1, d_k)  # [Tq, Dk]
+    keys = torch.tensor(state["keys"], dtype=torch.float64).reshape(num_keys, d_k)  # [Tk, Dk]
+    errors = {}
+    for name, scale in (("unscaled", tau), ("scaled", tau * math.sqrt(d_k))):
+        row = state[name]
+        # The library divides by sqrt(d_k): a query multiplied by sqrt(d_k) / scale gives the
+        # softmax of q.k / scale.
+        factor = math.sqrt(d_k) / scale
+        for dtype, u in ((torch.float64, U64), (torch.float32, U32)):
+            q, k = query.to(dtype), keys.to(dtype)
+            _, weights = scaled_dot_product_attention(q * factor, k, k)  # [1, Tk]
+            library = weights[0].double().numpy()
+            delta = bound(query, keys, scale, u)
+            allowed = weight_bounds(library, delta, u)
+            got = np.asarray(row["weights"])
+            assert (np.abs(got - library) <= allowed).all(), (name, dtype, got - library)
+            errors[(name, str(dtype))] = float(np.abs(got - library).max())
+        # Entropy, Jacobian norm and spread against PyTorch in float64, on the library's inputs.
+        inputs = (query @ keys.T)[0] / scale  # [Tk]
+        p = torch.softmax(inputs, dim=-1)
+        jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, dim=-1), inputs)
+        delta = bound(query, keys, scale, U64)
+        a = weight_bounds(p.numpy(), delta)
+        pn = p.numpy()
+        entropy_tol = float((a * (np.abs(np.log(np.where(pn > 0, pn, 1.0))) + 1)).sum())
+        d_jacobian = a[:, None] * np.abs(np.eye(num_keys) - pn[None, :]) + pn[:, None] * a
+        jacobian_tol = float(np.linalg.norm(d_jacobian)) + 8 * U64
+        entropy = -torch.special.xlogy(p, p).sum().item()
+        assert abs(row["entropy"] - entropy) <= entropy_tol, (name, row["entropy"], entropy)
+        norm = torch.linalg.matrix_norm(jacobian).item()
+        assert abs(row["jacobianNorm"] - norm) <= jacobian_tol, (name, row["jacobianNorm"], norm)
+        spread = inputs.std(correction=0).item()
+        assert abs(row["spread"] - spread) <= delta + 8 * U64 * inputs.abs().max().item()
+        assert row["maxWeight"] == max(row["weights"])
+        errors[(name, "jacobian")] = abs(row["jacobianNorm"] - norm) / norm
+    return errors
+
+
+# --- the tests -----------------------------------------------------------------------------
+
+
+def test_default_settings_match_the_library_and_the_prose(page):
+    state = page.state()
+    assert (state["seed"], state["dK"], state["numKeys"], state["temperature"]) == (0, 1024, 16, 1)
+    check_against_the_library(state)
+    # The text description's claims at these settings (book/explorers.yml): all the weight on
+    # one key, a Jacobian more than a billion times smaller than the scaled row's, whose
+    # largest weight is 0.35.
+    assert state["unscaled"]["maxWeight"] > 0.9995  # shown as 1.000
+    ratio = state["scaled"]["jacobianNorm"] / state["unscaled"]["jacobianNorm"]
+    assert ratio > 1e9, ratio
+    assert f"{state['scaled']['maxWeight']:.2f}" == "0.35"
+    assert "times smaller without scaling" in state["status"]
+    assert f"{state['unscaled']['maxWeight']:.3f}" in state["table"]
+
+
+def test_settings_from_the_keyboard_and_the_seed_field(page):
+    tab = page.tab
+    tab.focus("#instrument-scaling-dk")
+    for _ in range(4):  # 2**10 -> 2**6
+        tab.keyboard.press("ArrowLeft")
+    tab.focus("#instrument-scaling-tau")
+    for _ in range(3):  # log2 tau 0 -> 0.75
+        tab.keyboard.press("ArrowRight")
+    page.set_range("keys", 7)
+    tab.fill("#instrument-scaling-seed", "12345")
+    state = page.state()
+    assert (state["seed"], state["dK"], state["numKeys"]) == (12345, 64, 7)
+    assert state["temperature"] == pytest.approx(2**0.75)
+    assert tab.get_attribute("#instrument-scaling-dk", "aria-valuetext") == "d_k = 64"
+    check_against_the_library(state)
+    # Resample: the next seed, new draws, still the library's numbers.
+    tab.focus("#instrument-scaling .instrument-button")
+    tab.keyboard.press("Enter")
+    again = page.state()
+    assert again["seed"] == 12346 and tab.input_value("#instrument-scaling-seed") == "12346"
+    assert again["query"] != state["query"]
+    check_against_the_library(again)
+    tab.fill("#instrument-scaling-seed", "-3")
+    assert "whole number" in page.state()["status"]
+    tab.fill("#instrument-scaling-seed", "0")
+
+
+def test_the_prose_claims_hold_in_the_page(page):
+    page.set_range("keys", 16)
+    page.set_range("tau", 0)
+    page.tab.fill("#instrument-scaling-seed", "0")
+    page.set_range("dk", 10)
+    at_1024 = page.state()
+    # d_k = 1: scaling divides by 1, the two rows coincide.
+    page.set_range("dk", 0)
+    one = page.state()
+    assert one["unscaled"]["weights"] == one["scaled"]["weights"]
+    # d_k = 1024 and tau = 32 = sqrt(1024): the unscaled row is the scaled row at tau = 1.
+    page.set_range("dk", 10)
+    page.set_range("tau", 5)
+    hot = page.state()
+    np.testing.assert_allclose(
+        hot["unscaled"]["weights"], at_1024["scaled"]["weights"], rtol=1e-12, atol=1e-15
+    )
+    check_against_the_library(hot)
+    # Resampling at d_k = 1024: nearly one-hot for most seeds, but not for all.
+    page.set_range("tau", 0)
+    largest = []
+    for _ in range(20):
+        page.tab.click("#instrument-scaling .instrument-button")
+        largest.append(page.state()["unscaled"]["maxWeight"])
+    assert sum(m > 0.99 for m in largest) > 10 and min(largest) < 0.99, largest
+    page.tab.fill("#instrument-scaling-seed", "0")
+
+
+def test_the_widest_and_smallest_settings(page):
+    # 32 keys of width 1024 at tau = 1/4: the most saturated row the sliders allow.
+    page.set_range("dk", 10)
+    page.set_range("keys", 32)
+    page.set_range("tau", -2)
+    errors = check_against_the_library(page.state())
+    assert errors[("scaled", "torch.float64")] < 1e-12
+    page.set_range("keys", 2)
+    page.set_range("dk", 0)
+    check_against_the_library(page.state())
+    page.set_range("keys", 16)
+    page.set_range("dk", 10)
+    page.set_range("tau", 0)
+
+
+def test_the_instrument_is_accessible(page):
+    if not AXE.is_file():
+        pytest.skip("axe-core is not installed (make book runs npm ci)")
+    result = run_axe(page.tab)
+    blocking = [
+        (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
+        for v in result["violations"]
+        if v["impact"] in BLOCKING
+    ]
+    assert not blocking, blocking
+    # Every control has a label a screen reader announces.
+    unnamed = page.tab.evaluate(
+        "() => Array.from(document.querySelectorAll('#instrument-scaling input'))"
+        ".filter((i) => !i.labels || i.labels.length === 0).map((i) => i.id)"
+    )
+    assert not unnamed, unnamed
+
+
+def test_readable_on_a_phone(browser, server):
+    phone = Tab(browser, server, width=390)
+    try:
+        assert phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        box = phone.tab.locator("#instrument-scaling")
+        assert box.bounding_box()["width"] <= 390
+        # The chart's smallest text, in CSS pixels: its font size times the viewBox's scale.
+        smallest = phone.tab.evaluate(
+            """() => {
+              const svg = document.querySelector('#instrument-scaling svg');
+              const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+              const sizes = Array.from(svg.querySelectorAll('text'),
+                                       (t) => Number(t.getAttribute('font-size')));
+              return Math.min(...sizes) * scale;
+            }"""
+        )
+        assert smallest >= 9, smallest  # the book's floor for figure text (test_figure_text.py)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SCREENSHOTS / "instrument_scaling_390px.png"))
+        assert not phone.errors, phone.errors
+    finally:
+        phone.tab.close()
+
+
+def test_a_desktop_screenshot(page):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.tab.locator("#instrument-scaling").screenshot(
+        path=str(SCREENSHOTS / "instrument_scaling.png")
+    )
+
+
+def test_no_error_no_request_outside_and_no_plotly(page, server, browser, html_dir):
+    assert not page.errors, page.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in page.requests)
+    assert not [u for u in page.requests if "plotly" in u]
+    files, missing = page_weights.fetched_files(browser, server, html_dir, PAGE)
+    assert not missing, missing
+    first_visit = sum(page_weights.compressed_size(f) for f in files)
+    print(f"{PAGE}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
