@@ -12,7 +12,6 @@ Explorer 1 lives in chapter 09; without that page built the test skips (fails wi
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 
 import pytest
@@ -203,8 +202,8 @@ def test_plotly_js_is_loaded_exactly_where_there_is_a_figure(html_dir):
         )
         with_figures += [page] if has_figure else []
     names = {page.name[:2] for page in with_figures}
-    # Chapter 02's explorer became an instrument (test_browser_instruments.py), without plotly.
-    assert {"03", "04", "05", "09"} <= names, f"explorers are missing: only {sorted(names)}"
+    # Chapters 02's and 05's explorers became instruments (test_browser_instruments.py).
+    assert {"03", "04", "09"} <= names, f"explorers are missing: only {sorted(names)}"
     assert (html_dir / PLOTLY_JS).stat().st_size > 1_000_000
 
 
@@ -306,45 +305,6 @@ def test_positional_explorer(browser, server, html_dir):
     sine = reader.data(div, "gd.data.filter(t => t.type === 'scatter' && t.visible)[0].y")
     assert max(sine) > 0.9  # six periods in 100 positions
     assert reader.data(div, "gd.layout.yaxis.range") == [9.5, -0.5]  # and so do the positions
-    reader.screenshots(div)
-    reader.close()
-
-
-def test_mask_lab(browser, server, html_dir):
-    div = "explorer-masks"
-    reader = Reader(browser, server, chapter(html_dir, "05"))
-    reader.wait_rendered(div)
-    batch = reader.data(div, "gd.data.length") // 5
-    panels = (
-        f"(() => {{ const shown = gd.data.slice({batch}).filter(t => t.visible !== false);"
-        f" return {{masked: shown.slice(0, {batch}).map(t => t.z),"
-        f" weights: shown.slice({batch}).map(t => t.z)}}; }})()"
-    )
-
-    def empty_rows(weights):
-        return [sum(all(v == 0 for v in row) for row in z) for z in weights]
-
-    def blocked(masked):
-        return [sum(v is None for row in z for v in row) for z in masked]
-
-    start = reader.data(div, panels)
-    assert blocked(start["masked"]) == [0] * batch and empty_rows(start["weights"]) == [0] * batch
-    reader.click_button(div, 0, "on")  # padding
-    padded = reader.data(div, panels)
-    assert blocked(padded["masked"]) == [0, 4 * 6, 3 * 6]  # padding columns, every row
-    assert empty_rows(padded["weights"]) == [0, 0, 0]
-    reader.click_button(div, 1, "on")  # causal as well
-    both = reader.data(div, panels)
-    assert empty_rows(both["weights"]) == [0, 4, 3]  # the fully masked rows are shown
-    reader.click_button(div, 0, "off")  # causal alone
-    causal = reader.data(div, panels)
-    assert blocked(causal["masked"]) == [15, 15, 15] and empty_rows(causal["weights"]) == [0] * 3
-    assert reader.data(div, "gd.layout.updatemenus.map(m => m.active)") == [0, 1]
-    # "<pad>" is a token, shown as text.
-    ticks = reader.data(
-        div, "[...gd.querySelectorAll('.yaxislayer-above text')].map(t => t.textContent)"
-    )
-    assert "<pad>" in ticks and html.escape("<pad>") not in ticks
     reader.screenshots(div)
     reader.close()
 

@@ -28,6 +28,7 @@ from conftest import SCREENSHOTS
 pytestmark = pytest.mark.browser
 
 PAGE = "notebooks_src/chapters/02_scaled_dot_product_attention.html"
+MASKS_PAGE = "notebooks_src/chapters/05_masks.html"
 U64, U32 = 2.0**-53, 2.0**-24
 MASK = 0xFFFFFFFF
 
@@ -101,9 +102,12 @@ SET_RANGE = """([selector, value]) => {
 
 
 class Tab:
-    """Chapter 02 in a local-only tab; records console errors, dialogs and every request."""
+    """A chapter in a local-only tab; records console errors, dialogs and every request."""
 
-    def __init__(self, browser, server: str, width: int = 1280) -> None:
+    def __init__(
+        self, browser, server: str, width: int = 1280, path: str = PAGE, name: str = "scaling"
+    ) -> None:
+        self.name = name
         self.tab = page_weights.local_tab(browser, server)
         self.requests: list[str] = []
         self.errors: list[str] = []
@@ -111,14 +115,14 @@ class Tab:
         self.tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
         self.tab.set_viewport_size({"width": width, "height": 900})
-        self.tab.goto(f"{server}/{PAGE}", wait_until="load")
-        self.tab.wait_for_function("() => window.attentionInstruments?.scaling?.runs > 0")
+        self.tab.goto(f"{server}/{path}", wait_until="load")
+        self.tab.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
 
     def state(self) -> dict:
-        return self.tab.evaluate(READ)
+        return self.tab.evaluate(READ if self.name == "scaling" else READ_MASKS)
 
     def set_range(self, name: str, value: float) -> None:
-        self.tab.evaluate(SET_RANGE, [f"#instrument-scaling-{name}", value])
+        self.tab.evaluate(SET_RANGE, [f"#instrument-{self.name}-{name}", value])
 
 
 @pytest.fixture(scope="module")
@@ -324,4 +328,193 @@ def test_no_error_no_request_outside_and_no_plotly(page, server, browser, html_d
     assert not missing, missing
     first_visit = sum(page_weights.compressed_size(f) for f in files)
     print(f"{PAGE}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+# --- chapter 05: masks and fills -------------------------------------------------------------
+
+READ_MASKS = """() => {
+  const s = window.attentionInstruments.masks;
+  return {seed: s.seed, length: s.length, real: s.real, side: s.side, padding: s.padding,
+    causal: s.causal, fill: s.fill, runs: s.runs, query: Array.from(s.query),
+    keys: Array.from(s.keys), allowed: Array.from(s.allowed), weights: Array.from(s.weights),
+    emptyRows: s.emptyRows,
+    status: document.querySelector('#instrument-masks .instrument-status').textContent,
+    cells: Array.from(document.querySelectorAll('#instrument-masks td'), (c) => c.textContent)};
+}"""
+HEAD_DIM = 4  # masks.js's DH
+
+
+@pytest.fixture(scope="module")
+def masks_page(browser, server):
+    tab = Tab(browser, server, path=MASKS_PAGE, name="masks")
+    yield tab
+    tab.tab.close()
+
+
+def library_mask(state: dict) -> torch.Tensor | None:
+    """The mask attention_lab builds for the page's settings, [T, T], or None for no mask."""
+    from attention_lab.masks import causal_mask, combine_masks, padding_mask
+
+    length, real = state["length"], state["real"]
+    ids = list(range(1, real + 1))  # 0 is the padding id
+    ids = [0] * (length - real) + ids if state["side"] == "left" else ids + [0] * (length - real)
+    chosen = []
+    if state["padding"]:
+        chosen.append(padding_mask(torch.tensor([ids])))  # [1, 1, 1, T]
+    if state["causal"]:
+        chosen.append(causal_mask(length))  # [T, T]
+    if not chosen:
+        return None
+    return combine_masks(*chosen).expand(1, 1, length, length)[0, 0]  # [T, T]
+
+
+def check_masks(state: dict) -> np.ndarray:
+    """Compare the page's draws, mask and weights with Mulberry32 and attention_lab."""
+    length = state["length"]
+    rng = Mulberry32(state["seed"])
+    drawn = rng.normals(length * HEAD_DIM), rng.normals(length * HEAD_DIM)
+    np.testing.assert_allclose(state["query"], drawn[0], rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(state["keys"], drawn[1], rtol=1e-14, atol=1e-15)
+    query = torch.tensor(state["query"], dtype=torch.float64).reshape(length, HEAD_DIM)
+    keys = torch.tensor(state["keys"], dtype=torch.float64).reshape(length, HEAD_DIM)
+    mask = library_mask(state)
+    allowed = torch.ones(length, length, dtype=torch.bool) if mask is None else mask
+    assert state["allowed"] == allowed.flatten().int().tolist()
+    empty = (~allowed.any(dim=-1)).nonzero().flatten().tolist()  # queries with no key
+    assert state["emptyRows"] == empty
+    got = np.asarray(state["weights"], dtype=np.float64).reshape(length, length)
+    delta = bound(query, keys, math.sqrt(HEAD_DIM), U64)
+    if state["fill"] == "library":
+        for dtype, u in ((torch.float64, U64), (torch.float32, U32)):
+            _, weights = scaled_dot_product_attention(
+                query.to(dtype), keys.to(dtype), keys.to(dtype), mask
+            )  # [Tq, Tk]
+            expected = weights.double().numpy()
+            allowed_error = weight_bounds(expected, bound(query, keys, 2.0, u), u)
+            assert (np.abs(got - expected) <= allowed_error).all(), (dtype, got - expected)
+    else:
+        scores = query @ keys.T / math.sqrt(HEAD_DIM)  # [Tq, Tk]
+        filled = scores.masked_fill(~allowed, float(state["fill"]))
+        expected = torch.softmax(filled, dim=-1).numpy()
+        assert np.array_equal(np.isnan(got), np.isnan(expected))
+        finite = ~np.isnan(expected)
+        tolerance = weight_bounds(expected, delta)[finite]
+        assert (np.abs(got[finite] - expected[finite]) <= tolerance).all()
+    # Blocked keys of a query that has a key get exactly 0, whatever the fill.
+    rows_with_a_key = allowed.any(dim=-1).numpy()
+    blocked = ~allowed.numpy() & rows_with_a_key[:, None]
+    assert (got[blocked] == 0).all()
+    return got
+
+
+def test_masks_defaults_match_the_library_and_the_prose(masks_page):
+    state = masks_page.state()
+    settings = [state[k] for k in ("seed", "length", "real", "side", "padding", "causal", "fill")]
+    assert settings == [0, 6, 3, "left", True, True, "library"]
+    weights = check_masks(state)
+    assert state["emptyRows"] == [0, 1, 2]  # the text description's claim
+    assert (weights[:3] == 0).all()
+    assert "queries 0, 1, 2" in state["status"] and "to 0" in state["status"]
+
+
+def test_masks_the_three_fills_of_an_empty_row(masks_page):
+    tab = masks_page.tab
+    library = np.asarray(masks_page.state()["weights"]).reshape(6, 6)
+    tab.select_option("#instrument-masks-fill", "-inf")
+    state = masks_page.state()
+    weights = check_masks(state)
+    assert np.isnan(weights[:3]).all() and not np.isnan(weights[3:]).any()
+    assert state["cells"][:18] == ["blocked NaN"] * 18 and "NaN" in state["status"]
+    np.testing.assert_array_equal(weights[3:], library[3:])  # every other row as it was
+    tab.select_option("#instrument-masks-fill", "-1e9")
+    weights = check_masks(masks_page.state())
+    assert (weights[:3] == 1 / 6).all()  # uniform over every key, padding included
+    np.testing.assert_array_equal(weights[3:], library[3:])
+    tab.select_option("#instrument-masks-fill", "library")
+
+
+def test_masks_right_padding_and_each_mask_alone_empty_no_row(masks_page):
+    tab = masks_page.tab
+    tab.select_option("#instrument-masks-side", "right")
+    by_fill = {}
+    for fill in ("-inf", "-1e9", "library"):
+        tab.select_option("#instrument-masks-fill", fill)
+        state = masks_page.state()
+        assert state["emptyRows"] == [] and "no row is fully masked" in state["status"]
+        by_fill[fill] = check_masks(state)
+    np.testing.assert_array_equal(by_fill["-inf"], by_fill["-1e9"])  # the three fills agree
+    np.testing.assert_array_equal(by_fill["-inf"], by_fill["library"])
+    tab.select_option("#instrument-masks-side", "left")
+    for alone in ("padding", "causal"):
+        other = "causal" if alone == "padding" else "padding"
+        tab.uncheck(f"#instrument-masks-{other}")
+        state = masks_page.state()
+        assert state["emptyRows"] == [], alone
+        check_masks(state)
+        tab.check(f"#instrument-masks-{other}")
+    tab.uncheck("#instrument-masks-padding")
+    tab.uncheck("#instrument-masks-causal")
+    check_masks(masks_page.state())  # no mask at all
+    tab.check("#instrument-masks-padding")
+    tab.check("#instrument-masks-causal")
+    tab.select_option("#instrument-masks-fill", "library")
+
+
+def test_masks_from_the_keyboard_with_other_settings(masks_page):
+    tab = masks_page.tab
+    tab.focus("#instrument-masks-length")
+    for _ in range(3):  # T = 6 -> 9
+        tab.keyboard.press("ArrowRight")
+    tab.focus("#instrument-masks-real")
+    tab.keyboard.press("ArrowRight")  # 3 -> 4 real tokens
+    tab.focus("#instrument-masks-causal")
+    tab.keyboard.press("Space")  # causal off
+    tab.keyboard.press("Space")  # and on again
+    tab.fill("#instrument-masks-seed", "2024")
+    tab.click("#instrument-masks .instrument-button")
+    state = masks_page.state()
+    assert (state["seed"], state["length"], state["real"], state["causal"]) == (2025, 9, 4, True)
+    assert state["emptyRows"] == [0, 1, 2, 3, 4]
+    for fill in ("-inf", "-1e9", "library"):
+        tab.select_option("#instrument-masks-fill", fill)
+        check_masks(masks_page.state())
+    # The number of real tokens cannot exceed T.
+    masks_page.set_range("length", 2)
+    state = masks_page.state()
+    assert state["real"] == 2 and state["length"] == 2
+    check_masks(state)
+    masks_page.set_range("length", 6)
+    masks_page.set_range("real", 3)
+    tab.fill("#instrument-masks-seed", "0")
+    tab.select_option("#instrument-masks-fill", "library")
+
+
+def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, server, html_dir):
+    if AXE.is_file():
+        result = run_axe(masks_page.tab)
+        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+        assert not blocking, blocking
+    masks_page.tab.locator("#instrument-masks").screenshot(
+        path=str(SCREENSHOTS / "instrument_masks.png")
+    )
+    phone = Tab(browser, server, width=390, path=MASKS_PAGE, name="masks")
+    try:
+        phone.set_range("length", 10)
+        assert phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        box = phone.tab.locator("#instrument-masks")
+        assert box.bounding_box()["width"] <= 390
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SCREENSHOTS / "instrument_masks_390px.png"))
+        assert not phone.errors, phone.errors
+    finally:
+        phone.tab.close()
+    assert not masks_page.errors, masks_page.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in masks_page.requests)
+    files, missing = page_weights.fetched_files(browser, server, html_dir, MASKS_PAGE)
+    assert not missing, missing
+    first_visit = sum(page_weights.compressed_size(f) for f in files)
+    print(f"{MASKS_PAGE}: first visit {first_visit} bytes compressed")
     assert first_visit <= page_weights.FIRST_VISIT_BUDGET

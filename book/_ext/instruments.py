@@ -39,6 +39,16 @@ CODE = Path(__file__).resolve().parents[1] / "_static" / "instruments"
 DEFAULTS = {
     # ch02: d_k = 2**logDk, T_k keys, temperature 2**logTemperature, the generator's seed.
     "scaling": {"seed": 0, "logDk": 10, "numKeys": 16, "logTemperature": 0},
+    # ch05: T positions, `real` of them real tokens, padding on one side; the masks; the fill.
+    "masks": {
+        "seed": 0,
+        "length": 6,
+        "real": 3,
+        "side": "left",
+        "padding": True,
+        "causal": True,
+        "fill": "library",
+    },
 }
 _BODY = re.compile(r'data-instrument="([a-z][a-z0-9-]*)"')
 
