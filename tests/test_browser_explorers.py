@@ -202,8 +202,8 @@ def test_plotly_js_is_loaded_exactly_where_there_is_a_figure(html_dir):
         )
         with_figures += [page] if has_figure else []
     names = {page.name[:2] for page in with_figures}
-    # Chapters 02's and 05's explorers became instruments (test_browser_instruments.py).
-    assert {"03", "04", "09"} <= names, f"explorers are missing: only {sorted(names)}"
+    # Chapters 02's, 04's and 05's explorers became instruments (test_browser_instruments.py).
+    assert {"03", "09"} <= names, f"explorers are missing: only {sorted(names)}"
     assert (html_dir / PLOTLY_JS).stat().st_size > 1_000_000
 
 
@@ -277,34 +277,6 @@ def test_heads_explorer(browser, server, html_dir):
         assert state["z"] == state["stored"]  # all 12 heads show the chosen layer
         seen.append(state["z"])
     assert len({repr(z) for z in seen}) == 3  # three layers, three different sets of maps
-    reader.screenshots(div)
-    reader.close()
-
-
-def test_positional_explorer(browser, server, html_dir):
-    div = "explorer-positional"
-    reader = Reader(browser, server, chapter(html_dir, "04"))
-    reader.wait_rendered(div)
-    heatmap_width = "gd.data.find((t, i) => t.type === 'heatmap' && t.visible).z[0].length"
-    line_names = "gd.data.filter(t => t.type === 'scatter' && t.visible).map(t => t.name)"
-    assert reader.data(div, heatmap_width) == 128
-    reader.click_button(div, 0, "16")
-    assert reader.data(div, heatmap_width) == 16
-    assert reader.data(div, "gd.layout.xaxis.range") == [-0.5, 15.5]
-    assert reader.data(div, line_names) == ["dim 0 (sin)", "dim 1 (cos)"]
-    reader.click_button(div, 1, "10")
-    assert reader.data(div, "gd.layout.yaxis.range") == [9.5, -0.5]
-    assert reader.data(div, "gd.layout.xaxis2.range") == [0, 9]
-    before = reader.data(div, "gd.data.filter(t => t.type === 'scatter' && t.visible)[0].y")
-    reader.click_button(div, 2, "14 and 15")
-    assert reader.data(div, line_names) == ["dim 14 (sin)", "dim 15 (cos)"]
-    sine = reader.data(div, "gd.data.filter(t => t.type === 'scatter' && t.visible)[0].y")
-    assert sine != before and max(abs(v) for v in sine) < 0.05  # the slowest pair of 16
-    reader.click_button(div, 0, "128")  # the dimensions stay chosen for the new width
-    assert reader.data(div, line_names) == ["dim 14 (sin)", "dim 15 (cos)"]
-    sine = reader.data(div, "gd.data.filter(t => t.type === 'scatter' && t.visible)[0].y")
-    assert max(sine) > 0.9  # six periods in 100 positions
-    assert reader.data(div, "gd.layout.yaxis.range") == [9.5, -0.5]  # and so do the positions
     reader.screenshots(div)
     reader.close()
 

@@ -119,7 +119,8 @@ class Tab:
         self.tab.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
 
     def state(self) -> dict:
-        return self.tab.evaluate(READ if self.name == "scaling" else READ_MASKS)
+        reader = {"scaling": READ, "masks": READ_MASKS, "positional": READ_PE}[self.name]
+        return self.tab.evaluate(reader)
 
     def set_range(self, name: str, value: float) -> None:
         self.tab.evaluate(SET_RANGE, [f"#instrument-{self.name}-{name}", value])
@@ -517,4 +518,130 @@ def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, ser
     assert not missing, missing
     first_visit = sum(page_weights.compressed_size(f) for f in files)
     print(f"{MASKS_PAGE}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+# --- chapter 04: the sinusoidal encoding --------------------------------------------------------
+
+PE_PAGE = "notebooks_src/chapters/04_positional_encoding.html"
+READ_PE = """() => {
+  const s = window.attentionInstruments.positional;
+  return {dModel: s.dModel, maxLen: s.maxLen, base: s.base, position: s.position, pair: s.pair,
+    runs: s.runs, encoding: Array.from(s.encoding), dots: Array.from(s.dots),
+    status: document.querySelector('#instrument-positional .instrument-status').textContent};
+}"""
+
+
+@pytest.fixture(scope="module")
+def pe_page(browser, server):
+    tab = Tab(browser, server, path=PE_PAGE, name="positional")
+    yield tab
+    tab.tab.close()
+
+
+def check_encoding(state: dict) -> None:
+    """The page's encoding and dot products against sinusoidal_encoding and the closed form."""
+    from attention_lab.positional import sinusoidal_encoding
+
+    d, max_len, base, p = state["dModel"], state["maxLen"], state["base"], state["position"]
+    got = np.asarray(state["encoding"]).reshape(max_len, d)
+    library = sinusoidal_encoding(max_len, d, base).double().numpy()  # [T, D], float32 values
+    # The library rounds its float64 values to float32: at most half an ulp, 2**-25 for values in
+    # [0.5, 1]; the two float64 computations of an angle pos / base**(2i/d) differ by a few
+    # ulps of the angle (at most ~1e3 here), far below that.
+    assert np.abs(got - library).max() <= 2.0**-25 + 1e-12
+    # Dot products: each entry of either encoding is within e = 2**-25 of the other, so a dot
+    # product of d terms (|entries| <= 1) moves by at most d * (2 e + e**2).
+    expected = library @ library[p]  # [T]
+    e = 2.0**-25
+    assert np.abs(np.asarray(state["dots"]) - expected).max() <= d * (2 * e + e * e) + 1e-12
+    # In float64 the page's dot products are the closed form sum_i cos(w_i (q - p)): they depend
+    # only on the offset (the chapter's property), up to float64 rounding of d terms.
+    w = 1 / base ** (np.arange(0, d, 2) / d)  # [D / 2]
+    closed = np.cos(np.outer(np.arange(max_len) - p, w)).sum(axis=1)  # [T]
+    np.testing.assert_allclose(state["dots"], closed, rtol=0, atol=d * 1e-12)
+    assert state["dots"][p] == pytest.approx(d / 2, abs=d * 1e-15)
+    assert int(np.argmax(state["dots"])) == p
+
+
+def test_positional_defaults_match_the_library(pe_page):
+    state = pe_page.state()
+    assert (state["dModel"], state["maxLen"], state["base"], state["position"]) == (
+        64,
+        100,
+        1e4,
+        10,
+    )
+    check_encoding(state)
+    dots = np.asarray(state["dots"])
+    p = state["position"]
+    np.testing.assert_allclose(dots[p - 10 : p][::-1], dots[p + 1 : p + 11], atol=1e-12)
+    assert "the most similar other position is" in state["status"]
+
+
+def test_positional_the_prose_claims_and_other_settings(pe_page):
+    tab = pe_page.tab
+    # d_model = 16: pair 7 (dimensions 14, 15) is the last and barely moves over 100 positions.
+    pe_page.set_range("d", 16)
+    pe_page.set_range("pair", 7)
+    state = pe_page.state()
+    check_encoding(state)
+    encoding = np.asarray(state["encoding"]).reshape(100, 16)
+    assert np.abs(encoding[:, 14]).max() < 0.05
+    # d_model = 128: the same pair completes almost six periods.
+    pe_page.set_range("d", 128)
+    caption = tab.text_content("#instrument-positional .instrument-caption:nth-of-type(2)")
+    state = pe_page.state()
+    check_encoding(state)
+    periods = 100 / (2 * math.pi * 1e4 ** (14 / 128))
+    assert 5.5 < periods < 6 and f"{periods:.3f} periods" in caption, caption
+    # Dimensions 0 and 1 are sin(pos) and cos(pos) at every width.
+    encoding = np.asarray(state["encoding"]).reshape(100, 128)
+    np.testing.assert_allclose(encoding[:, 0], np.sin(np.arange(100)), atol=1e-15)
+    # From the keyboard: a longer sequence, another base and position.
+    tab.focus("#instrument-positional-len")
+    tab.keyboard.press("End")  # max_len = 1000
+    tab.focus("#instrument-positional-base")
+    tab.keyboard.press("ArrowLeft")  # base = 10**3.5
+    tab.focus("#instrument-positional-pos")
+    tab.keyboard.press("End")  # the last position
+    state = pe_page.state()
+    assert state["maxLen"] == 1000 and state["position"] == 999
+    assert state["base"] == pytest.approx(10**3.5)
+    check_encoding(state)
+    pe_page.set_range("d", 510)
+    pe_page.set_range("pos", 0)
+    check_encoding(pe_page.state())
+    pe_page.set_range("d", 64)
+    pe_page.set_range("len", 100)
+    pe_page.set_range("base", 4)
+    pe_page.set_range("pos", 10)
+
+
+def test_positional_accessible_readable_on_a_phone_and_light(pe_page, browser, server, html_dir):
+    if AXE.is_file():
+        result = run_axe(pe_page.tab)
+        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+        assert not blocking, blocking
+    pe_page.tab.locator("#instrument-positional").screenshot(
+        path=str(SCREENSHOTS / "instrument_positional.png")
+    )
+    phone = Tab(browser, server, width=390, path=PE_PAGE, name="positional")
+    try:
+        assert phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        box = phone.tab.locator("#instrument-positional")
+        assert box.bounding_box()["width"] <= 390
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SCREENSHOTS / "instrument_positional_390px.png"))
+        assert not phone.errors, phone.errors
+    finally:
+        phone.tab.close()
+    assert not pe_page.errors, pe_page.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in pe_page.requests)
+    files, missing = page_weights.fetched_files(browser, server, html_dir, PE_PAGE)
+    assert not missing, missing
+    first_visit = sum(page_weights.compressed_size(f) for f in files)
+    print(f"{PE_PAGE}: first visit {first_visit} bytes compressed")
     assert first_visit <= page_weights.FIRST_VISIT_BUDGET

@@ -49,6 +49,8 @@ DEFAULTS = {
         "causal": True,
         "fill": "library",
     },
+    # ch04: d_model, max_len, base = 10**logBase, the position p and the pair i shown.
+    "positional": {"dModel": 64, "maxLen": 100, "logBase": 4, "position": 10, "pair": 7},
 }
 _BODY = re.compile(r'data-instrument="([a-z][a-z0-9-]*)"')
 
