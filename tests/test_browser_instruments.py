@@ -119,7 +119,8 @@ class Tab:
         self.tab.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
 
     def state(self) -> dict:
-        reader = {"scaling": READ, "masks": READ_MASKS, "positional": READ_PE}[self.name]
+        reader = {"scaling": READ, "masks": READ_MASKS, "positional": READ_PE, "heads": READ_HEADS}
+        reader = reader[self.name]
         return self.tab.evaluate(reader)
 
     def set_range(self, name: str, value: float) -> None:
@@ -644,4 +645,126 @@ def test_positional_accessible_readable_on_a_phone_and_light(pe_page, browser, s
     assert not missing, missing
     first_visit = sum(page_weights.compressed_size(f) for f in files)
     print(f"{PE_PAGE}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+# --- chapter 03: multi-head attention's split ------------------------------------------------
+
+HEADS_PAGE = "notebooks_src/chapters/03_multi_head_attention.html"
+READ_HEADS = """() => {
+  const s = window.attentionInstruments.heads;
+  return {seed: s.seed, dModel: s.dModel, heads: s.heads, headDim: s.headDim, length: s.length,
+    runs: s.runs, query: Array.from(s.query), keys: Array.from(s.keys), split: Array.from(s.split),
+    weights: Array.from(s.weights),
+    options: Array.from(document.querySelectorAll('#instrument-heads-h option'), (o) => o.value),
+    canvases: document.querySelectorAll('#instrument-heads canvas').length,
+    status: document.querySelector('#instrument-heads .instrument-status').textContent};
+}"""
+
+
+@pytest.fixture(scope="module")
+def heads_page(browser, server):
+    tab = Tab(browser, server, path=HEADS_PAGE, name="heads")
+    yield tab
+    tab.tab.close()
+
+
+def check_heads(state: dict) -> np.ndarray:
+    """The page's draws, split and weights against Mulberry32 and MultiHeadAttention."""
+    from attention_lab.attention import MultiHeadAttention
+
+    d, h, t = state["dModel"], state["heads"], state["length"]
+    rng = Mulberry32(state["seed"])
+    drawn = rng.normals(t * d), rng.normals(t * d)
+    np.testing.assert_allclose(state["query"], drawn[0], rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(state["keys"], drawn[1], rtol=1e-14, atol=1e-15)
+    assert state["headDim"] == d // h and state["canvases"] == h
+    assert state["options"] == [str(n) for n in range(1, d + 1) if d % n == 0]
+    query = torch.tensor(state["query"], dtype=torch.float64).reshape(1, t, d)  # [B, T, D]
+    keys = torch.tensor(state["keys"], dtype=torch.float64).reshape(1, t, d)  # [B, T, D]
+    got = np.asarray(state["weights"]).reshape(h, t, t)
+    for dtype, u in ((torch.float64, U64), (torch.float32, U32)):
+        module = MultiHeadAttention(d, h, bias=False).to(dtype).eval()
+        with torch.no_grad():
+            for projection in (module.q_proj, module.k_proj, module.v_proj):
+                projection.weight.copy_(torch.eye(d, dtype=dtype))  # the page's Q and K as is
+            if dtype == torch.float64:  # the library's split, exactly the page's
+                split = module._split_heads(query)  # [B, H, T, Dh]
+                assert np.array_equal(np.asarray(state["split"]), split.flatten().numpy())
+            _, weights = module(query.to(dtype), keys.to(dtype), keys.to(dtype))  # [B, H, T, T]
+        expected = weights[0].double().numpy()  # [H, T, T]
+        for head in range(h):
+            part = slice(head * (d // h), (head + 1) * (d // h))
+            delta = bound(query[0, :, part], keys[0, :, part], math.sqrt(d // h), u)
+            allowed = weight_bounds(expected[head], delta, u)
+            assert (np.abs(got[head] - expected[head]) <= allowed).all(), (dtype, head)
+    return got
+
+
+def test_heads_defaults_match_the_library(heads_page):
+    state = heads_page.state()
+    assert [state[k] for k in ("seed", "dModel", "heads", "length")] == [0, 24, 3, 6]
+    weights = check_heads(state)
+    # The text description's claim: the three heads' maps differ.
+    assert (
+        np.abs(weights[0] - weights[1]).max() > 0.1 and np.abs(weights[1] - weights[2]).max() > 0.1
+    )
+    assert "every head sees 8 of the 24 features" in state["status"]
+
+
+def test_heads_other_settings_from_the_keyboard(heads_page):
+    tab = heads_page.tab
+    tab.select_option("#instrument-heads-h", "8")
+    state = heads_page.state()
+    assert state["heads"] == 8 and state["headDim"] == 3
+    check_heads(state)
+    tab.focus("#instrument-heads-d")
+    tab.keyboard.press("ArrowRight")  # D = 25: 8 does not divide it, so H falls back to 1
+    state = heads_page.state()
+    assert (state["dModel"], state["heads"]) == (25, 1) and state["options"] == ["1", "5", "25"]
+    check_heads(state)
+    heads_page.set_range("d", 64)
+    tab.select_option("#instrument-heads-h", "16")
+    heads_page.set_range("t", 12)
+    tab.click("#instrument-heads .instrument-button")  # resample: seed 1
+    state = heads_page.state()
+    assert (state["seed"], state["dModel"], state["heads"], state["length"]) == (1, 64, 16, 12)
+    check_heads(state)
+    # The table shows the chosen head's weights.
+    tab.select_option("#instrument-heads-show", "5")
+    cells = tab.eval_on_selector_all("#instrument-heads td", "(cs) => cs.map((c) => c.textContent)")
+    shown = np.asarray(state["weights"]).reshape(16, 12, 12)[5]
+    assert cells == [f"{w:.2f}" for w in shown.flatten()]
+    heads_page.set_range("d", 24)
+    tab.select_option("#instrument-heads-h", "3")
+    heads_page.set_range("t", 6)
+    tab.fill("#instrument-heads-seed", "0")
+
+
+def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, server, html_dir):
+    if AXE.is_file():
+        result = run_axe(heads_page.tab)
+        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+        assert not blocking, blocking
+    heads_page.tab.locator("#instrument-heads").screenshot(
+        path=str(SCREENSHOTS / "instrument_heads.png")
+    )
+    phone = Tab(browser, server, width=390, path=HEADS_PAGE, name="heads")
+    try:
+        assert phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        box = phone.tab.locator("#instrument-heads")
+        assert box.bounding_box()["width"] <= 390
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SCREENSHOTS / "instrument_heads_390px.png"))
+        assert not phone.errors, phone.errors
+    finally:
+        phone.tab.close()
+    assert not heads_page.errors, heads_page.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in heads_page.requests)
+    files, missing = page_weights.fetched_files(browser, server, html_dir, HEADS_PAGE)
+    assert not missing, missing
+    first_visit = sum(page_weights.compressed_size(f) for f in files)
+    print(f"{HEADS_PAGE}: first visit {first_visit} bytes compressed")
     assert first_visit <= page_weights.FIRST_VISIT_BUDGET

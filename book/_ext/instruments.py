@@ -51,6 +51,8 @@ DEFAULTS = {
     },
     # ch04: d_model, max_len, base = 10**logBase, the position p and the pair i shown.
     "positional": {"dModel": 64, "maxLen": 100, "logBase": 4, "position": 10, "pair": 7},
+    # ch03: d_model D, H heads (a divisor of D), T tokens, the generator's seed.
+    "heads": {"seed": 0, "dModel": 24, "heads": 3, "length": 6},
 }
 _BODY = re.compile(r'data-instrument="([a-z][a-z0-9-]*)"')
 
