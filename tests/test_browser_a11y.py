@@ -128,7 +128,9 @@ def test_explorer_controls_work_from_the_keyboard(browser, server, html_dir):
         for page in page_weights.built_pages(html_dir)
         if 'class="plotly-graph-div"' in (html_dir / page).read_text(encoding="utf-8")
     ]
-    assert len(pages) >= 5, pages
+    # Chapters 03 and 09; the instruments of chapters 02-05 are native controls, operated from
+    # the keyboard in test_browser_instruments.py.
+    assert len(pages) >= 2, pages
     for page in pages:
         tab = browser.new_page()
         tab.set_default_timeout(120_000)

@@ -213,6 +213,13 @@ def test_explorers_have_their_caption_and_text_description():
             found += 1
             assert f"**Interactive explorer.** {texts[div_id]['caption']}" in markdown, div_id
             assert texts[div_id]["operate"] in markdown, div_id
+        # An instrument computes in the book's page; the notebook points to the kernel instead.
+        for name in re.findall(r"^```\{instrument\} ([a-z-]+)", source.read_text(), re.M):
+            found += 1
+            entry = texts[f"instrument-{name}"]
+            assert f"**Interactive instrument.** {entry['caption']}" in markdown, name
+            assert "instrument here that computes in your browser" in markdown, name
+            assert entry["operate"] in markdown, name
     assert found >= 5
 
 

@@ -358,6 +358,9 @@ def directive(page: Page, match: re.Match) -> str:
             "you type. In this notebook, use the* Try it yourself *cell below "
             "(`attention_grid`).*"
         )
+    if name == "instrument":
+        # The book's instrument computes in the browser; a notebook has the kernel instead.
+        return _instrument_pointer(argument)
     raise ConversionError(f"{page.docname}: the directive {{{name}}} has no plain-markdown form")
 
 
@@ -408,6 +411,24 @@ def _explorer_caption(cell) -> str | None:
         f"**Interactive explorer.** {entry['caption']}\n\n"
         "<details><summary>Text description of the explorer</summary>\n\n"
         f"{entry['shows']}\n\n**How to use it:** {entry['operate']}\n\n</details>"
+    )
+
+
+def _instrument_pointer(name: str) -> str:
+    """What a notebook shows for the book's ``{instrument}``: its caption, its text, a pointer."""
+    import yaml
+
+    texts = yaml.safe_load(EXPLORERS.read_text(encoding="utf-8")) or {}
+    entry = texts.get(f"instrument-{name}")
+    if entry is None:
+        raise ConversionError(f"the instrument {name!r} has no entry in {EXPLORERS.name}")
+    return (
+        f"**Interactive instrument.** {entry['caption']}\n\n"
+        "> *The book's page has an instrument here that computes in your browser from the "
+        "settings you choose. In this notebook, change the settings of the* Try it yourself "
+        "*cell below and run it again.*\n\n"
+        "<details><summary>Text description of the instrument</summary>\n\n"
+        f"{entry['shows']}\n\n**How to use it (in the book):** {entry['operate']}\n\n</details>"
     )
 
 

@@ -1,0 +1,122 @@
+"""Instruments: explorers computed in the reader's browser from the reader's settings.
+
+As a Sphinx extension this module gives pages the directive ``instrument`` with one argument,
+the instrument's name (e.g. ``scaling``). It writes
+
+- a ``<figure class="explorer instrument" id="instrument-<name>">`` with the caption and the text
+  alternative of ``book/explorers.yml``'s entry ``instrument-<name>`` (the same fields as the
+  plotly explorers': ``caption``, ``shows``, ``operate``);
+- inside it, ``<div class="instrument-body" data-instrument="<name>" data-config="...">``, which
+  the browser code fills with its controls and its numbers (with JavaScript off it says so, and
+  the text alternative stays);
+
+and links the browser code, ``book/_static/instruments/`` (``instruments.css``, ``core.js`` and
+``<name>.js``), from the pages that hold an instrument, and no other. The code is plain
+JavaScript computing in float64 on typed arrays; nothing is fetched. Its random inputs come from
+a seeded generator described in ``core.js``, which ``tests/test_browser_instruments.py``
+reproduces in Python to compare the page's numbers with ``attention_lab``'s.
+
+A learner's notebook has no page to compute in: there the directive becomes a note pointing to
+the chapter's *Try it yourself* cell (``book/_ext/learner_notebooks.py``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+from accessibility import EXPLORERS, _explorer_texts
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
+
+CODE = Path(__file__).resolve().parents[1] / "_static" / "instruments"
+# Each instrument's settings when the page opens (the reader changes them).
+DEFAULTS = {
+    # ch02: d_k = 2**logDk, T_k keys, temperature 2**logTemperature, the generator's seed.
+    "scaling": {"seed": 0, "logDk": 10, "numKeys": 16, "logTemperature": 0},
+    # ch05: T positions, `real` of them real tokens, padding on one side; the masks; the fill.
+    "masks": {
+        "seed": 0,
+        "length": 6,
+        "real": 3,
+        "side": "left",
+        "padding": True,
+        "causal": True,
+        "fill": "library",
+    },
+    # ch04: d_model, max_len, base = 10**logBase, the position p and the pair i shown.
+    "positional": {"dModel": 64, "maxLen": 100, "logBase": 4, "position": 10, "pair": 7},
+    # ch03: d_model D, H heads (a divisor of D), T tokens, the generator's seed.
+    "heads": {"seed": 0, "dModel": 24, "heads": 3, "length": 6},
+}
+_BODY = re.compile(r'data-instrument="([a-z][a-z0-9-]*)"')
+
+
+def figure(name: str, entry: dict, config: dict) -> str:
+    """The instrument's figure: its (empty) body, caption and text alternative."""
+    figure_id = f"instrument-{name}"
+    caption, text = f"{figure_id}-caption", f"{figure_id}-text"
+    return (
+        f'<figure class="explorer instrument" id="{figure_id}" aria-labelledby="{caption}" '
+        f'aria-describedby="{text}">\n'
+        f'<div class="instrument-body" data-instrument="{name}" '
+        f'data-config="{html.escape(json.dumps(config))}">\n'
+        "<p>This instrument computes in your browser, with JavaScript, which is turned off here; "
+        "the text description below says what it shows.</p>\n</div>\n"
+        f'<figcaption id="{caption}"><span class="explorer-label">Interactive instrument.</span> '
+        f"{html.escape(entry['caption'])}</figcaption>\n"
+        '<details class="explorer-text"><summary>Text description of the instrument</summary>\n'
+        f'<div id="{text}"><p>{html.escape(entry["shows"])}</p>\n'
+        f"<p><strong>How to use it:</strong> {html.escape(entry['operate'])}</p></div>\n"
+        "</details>\n</figure>\n"
+    )
+
+
+class Instrument(SphinxDirective):
+    """``{instrument} <name>``: the named instrument, captioned from ``book/explorers.yml``."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        name = self.arguments[0]
+        if name not in DEFAULTS or not (CODE / f"{name}.js").is_file():
+            raise self.error(f"unknown instrument {name!r}; known: {sorted(DEFAULTS)}")
+        self.env.note_dependency(str(Path(self.env.app.confdir) / EXPLORERS))
+        self.env.note_dependency(__file__)
+        texts = _explorer_texts(self.env.app)
+        entry = texts.get(f"instrument-{name}")
+        if entry is None:
+            raise ExtensionError(f"instrument-{name} has no caption and text in {EXPLORERS}")
+        return [nodes.raw("", figure(name, entry, DEFAULTS[name]), format="html")]
+
+
+def _link_code(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    names = sorted(set(_BODY.findall(context.get("body", ""))))
+    if names:
+        app.builder.add_css_file("instruments/instruments.css")
+        app.builder.add_js_file("instruments/core.js", priority=600)
+        for name in names:
+            app.builder.add_js_file(f"instruments/{name}.js", priority=601)
+
+
+def _copy_code(app: Sphinx, exception: Exception | None) -> None:
+    # Sphinx copies the static folder only when a page was written: copy the code every time.
+    if exception is not None or app.builder.format != "html":
+        return
+    target = Path(app.outdir) / "_static" / "instruments"
+    target.mkdir(parents=True, exist_ok=True)
+    for code in CODE.iterdir():
+        shutil.copy2(code, target / code.name)
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_directive("instrument", Instrument)
+    app.connect("html-page-context", _link_code)
+    app.connect("build-finished", _copy_code)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,143 @@
+// The instruments' shared arithmetic (book/_ext/instruments.py links this file, then each
+// instrument's own script, on the pages that hold one). Plain JavaScript, float64 throughout.
+//
+// Every random input comes from a seeded generator that tests/test_browser_instruments.py
+// reproduces in Python, so the page's numbers can be compared with attention_lab's:
+// - mulberry32: a 32-bit state; each step adds 0x6D2B79F5 and mixes (uint32 out);
+// - uniform(): (u + 0.5) / 2^32, in (0, 1), never 0;
+// - normal(): Box-Muller on two uniforms u1, u2: r = sqrt(-2 ln u1), first r cos(2 pi u2), then
+//   r sin(2 pi u2); one stream, used in the order the instrument draws.
+(function () {
+  "use strict";
+
+  function generator(seed) {
+    var a = seed >>> 0;
+    var spare = null;
+    function next() {
+      a = (a + 0x6d2b79f5) | 0;
+      var t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return (t ^ (t >>> 14)) >>> 0;
+    }
+    function uniform() {
+      return (next() + 0.5) / 4294967296;
+    }
+    function normal() {
+      if (spare !== null) {
+        var z = spare;
+        spare = null;
+        return z;
+      }
+      var r = Math.sqrt(-2 * Math.log(uniform()));
+      var angle = 2 * Math.PI * uniform();
+      spare = r * Math.sin(angle);
+      return r * Math.cos(angle);
+    }
+    function normals(n) {
+      var out = new Float64Array(n);
+      for (var i = 0; i < n; i++) out[i] = normal();
+      return out;
+    }
+    return { next: next, uniform: uniform, normal: normal, normals: normals };
+  }
+
+  // softmax of z / scale, the row's maximum subtracted first (as torch.softmax does).
+  function softmax(z, scale) {
+    var n = z.length, p = new Float64Array(n), max = -Infinity, sum = 0, i;
+    for (i = 0; i < n; i++) max = Math.max(max, z[i] / scale);
+    for (i = 0; i < n; i++) {
+      p[i] = Math.exp(z[i] / scale - max);
+      sum += p[i];
+    }
+    for (i = 0; i < n; i++) p[i] /= sum;
+    return p;
+  }
+
+  // -sum p log p, with 0 log 0 = 0 (torch.special.xlogy), in nats.
+  function entropy(p) {
+    var h = 0;
+    for (var i = 0; i < p.length; i++) if (p[i] > 0) h -= p[i] * Math.log(p[i]);
+    return h;
+  }
+
+  // Frobenius norm of the softmax's Jacobian, J_ij = p_i (delta_ij - p_j).
+  function jacobianNorm(p) {
+    var s = 0;
+    for (var i = 0; i < p.length; i++) {
+      for (var j = 0; j < p.length; j++) {
+        var v = p[i] * ((i === j ? 1 : 0) - p[j]);
+        s += v * v;
+      }
+    }
+    return Math.sqrt(s);
+  }
+
+  function max(p) {
+    var m = -Infinity;
+    for (var i = 0; i < p.length; i++) m = Math.max(m, p[i]);
+    return m;
+  }
+
+  // Population standard deviation of z.
+  function spread(z) {
+    var mean = 0, v = 0, i;
+    for (i = 0; i < z.length; i++) mean += z[i];
+    mean /= z.length;
+    for (i = 0; i < z.length; i++) v += (z[i] - mean) * (z[i] - mean);
+    return Math.sqrt(v / z.length);
+  }
+
+  // A number for the reader: 3 decimals, or 3 significant digits in e-notation when tiny.
+  function format(x) {
+    if (x === 0) return "0";
+    if (!isFinite(x)) return String(x);
+    return Math.abs(x) >= 0.01 ? x.toFixed(3) : x.toExponential(2);
+  }
+
+  var SVG = "http://www.w3.org/2000/svg";
+  function svg(name, attributes) {
+    var el = document.createElementNS(SVG, name);
+    for (var k in attributes) el.setAttribute(k, attributes[k]);
+    return el;
+  }
+
+  // A labelled control: <label for=id>text <output></label> and the input, in one field.
+  function field(id, text, input) {
+    var wrap = document.createElement("div");
+    wrap.className = "instrument-field";
+    var label = document.createElement("label");
+    label.htmlFor = id;
+    label.textContent = text;
+    var output = document.createElement("output");
+    output.htmlFor = id;
+    output.className = "instrument-value";
+    input.id = id;
+    label.append(" ", output);
+    wrap.append(label, input);
+    return { wrap: wrap, input: input, output: output };
+  }
+
+  function range(min, max, step, value) {
+    var input = document.createElement("input");
+    input.type = "range";
+    input.min = String(min);
+    input.max = String(max);
+    input.step = String(step);
+    input.value = String(value);
+    return input;
+  }
+
+  window.attentionInstruments = window.attentionInstruments || {};
+  window.attentionInstruments.core = {
+    generator: generator,
+    softmax: softmax,
+    entropy: entropy,
+    jacobianNorm: jacobianNorm,
+    max: max,
+    spread: spread,
+    format: format,
+    svg: svg,
+    field: field,
+    range: range,
+  };
+})();

@@ -1,0 +1,770 @@
+"""The instruments (book/_ext/instruments.py) in headless Chromium, checked against attention_lab.
+
+An instrument computes in the page, in JavaScript, from the reader's settings. Its random inputs
+come from the seeded generator of ``book/_static/instruments/core.js``, which this file
+reproduces in Python (:class:`Mulberry32`): the page's draws are compared with the reproduction,
+and the page's own draws are then fed to the library, whose numbers the page's must match.
+
+Tolerances are derived, not tuned. The page computes a dot product of ``n`` terms in float64; the
+library computes it again in another order (float64, or float32 for a model's dtype). Each
+result is within ``gamma(n) * sum_i |q_i k_i|`` of the exact one (``gamma(n) = n u / (1 - n u)``,
+``u`` the unit roundoff), so the softmax's inputs differ by at most ``delta`` (:func:`bound`).
+Shifting a softmax's inputs by at most ``delta`` scales every weight by a factor within
+``exp(+-2 delta)``; the entropy, the Jacobian and the spread follow from the weights' bounds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from test_browser_a11y import AXE, BLOCKING, page_weights, run_axe
+
+from attention_lab.attention import scaled_dot_product_attention
+from conftest import SCREENSHOTS
+
+pytestmark = pytest.mark.browser
+
+PAGE = "notebooks_src/chapters/02_scaled_dot_product_attention.html"
+MASKS_PAGE = "notebooks_src/chapters/05_masks.html"
+U64, U32 = 2.0**-53, 2.0**-24
+MASK = 0xFFFFFFFF
+
+
+class Mulberry32:
+    """core.js's generator in Python: the same uint32 stream, uniforms and normals."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & MASK
+        self.spare: float | None = None
+
+    def next(self) -> int:
+        self.state = (self.state + 0x6D2B79F5) & MASK
+        a = self.state
+        t = ((a ^ (a >> 15)) * (1 | a)) & MASK  # Math.imul keeps the low 32 bits
+        t = ((t + (((t ^ (t >> 7)) * (61 | t)) & MASK)) & MASK) ^ t
+        return (t ^ (t >> 14)) & MASK
+
+    def uniform(self) -> float:
+        return (self.next() + 0.5) / 2**32
+
+    def normal(self) -> float:
+        if self.spare is not None:
+            z, self.spare = self.spare, None
+            return z
+        r = math.sqrt(-2 * math.log(self.uniform()))
+        angle = 2 * math.pi * self.uniform()
+        self.spare = r * math.sin(angle)
+        return r * math.cos(angle)
+
+    def normals(self, n: int) -> np.ndarray:
+        return np.array([self.normal() for _ in range(n)])
+
+
+def gamma(n: int, u: float) -> float:
+    return n * u / (1 - n * u)
+
+
+def bound(query: torch.Tensor, keys: torch.Tensor, scale: float, u: float) -> float:
+    """Largest difference between two computations of the softmax's inputs q.k_j / scale."""
+    # Per term: q and k rounded to the dtype, the factor, the product, up to n - 1 additions,
+    # sqrt(d_k) and the division by it: at most n + 6 roundings.
+    n = query.shape[-1] + 6
+    magnitude = (query.abs() * keys.abs()).sum(-1).max().item()  # max_j sum_i |q_i k_ji|
+    return 2 * gamma(n, u) * magnitude / scale
+
+
+def weight_bounds(p: np.ndarray, delta: float, u: float = U64) -> np.ndarray:
+    """|p'_i - p_i| for inputs moved by at most delta, plus the softmax's own roundings (an exp
+    per weight, a sum of Tk terms and a division, in either computation)."""
+    return p * (math.expm1(2 * delta) + 2 * (len(p) + 4) * u) + 8 * u
+
+
+# --- driving the page ----------------------------------------------------------------------
+
+READ = """() => {
+  const s = window.attentionInstruments.scaling;
+  const row = (r) => ({weights: Array.from(r.weights), maxWeight: r.maxWeight,
+    entropy: r.entropy, jacobianNorm: r.jacobianNorm, spread: r.spread});
+  return {seed: s.seed, dK: s.dK, numKeys: s.numKeys, temperature: s.temperature, runs: s.runs,
+    query: Array.from(s.query), keys: Array.from(s.keys), scores: Array.from(s.scores),
+    unscaled: row(s.unscaled), scaled: row(s.scaled),
+    status: document.querySelector('#instrument-scaling .instrument-status').textContent,
+    table: Array.from(document.querySelectorAll('#instrument-scaling td'), (c) => c.textContent)};
+}"""
+SET_RANGE = """([selector, value]) => {
+  const el = document.querySelector(selector);
+  el.value = String(value);
+  el.dispatchEvent(new Event('input', {bubbles: true}));
+}"""
+
+
+class Tab:
+    """A chapter in a local-only tab; records console errors, dialogs and every request."""
+
+    def __init__(
+        self, browser, server: str, width: int = 1280, path: str = PAGE, name: str = "scaling"
+    ) -> None:
+        self.name = name
+        self.tab = page_weights.local_tab(browser, server)
+        self.requests: list[str] = []
+        self.errors: list[str] = []
+        self.tab.on("request", lambda r: self.requests.append(r.url))
+        self.tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.tab.set_viewport_size({"width": width, "height": 900})
+        self.tab.goto(f"{server}/{path}", wait_until="load")
+        self.tab.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
+
+    def state(self) -> dict:
+        reader = {"scaling": READ, "masks": READ_MASKS, "positional": READ_PE, "heads": READ_HEADS}
+        reader = reader[self.name]
+        return self.tab.evaluate(reader)
+
+    def set_range(self, name: str, value: float) -> None:
+        self.tab.evaluate(SET_RANGE, [f"#instrument-{self.name}-{name}", value])
+
+
+@pytest.fixture(scope="module")
+def page(browser, server):
+    tab = Tab(browser, server)
+    yield tab
+    tab.tab.close()
+
+
+def check_against_the_library(state: dict) -> dict:
+    """Compare the page's draws and numbers with Mulberry32 and attention_lab; the errors."""
+    d_k, num_keys, tau = state["dK"], state["numKeys"], state["temperature"]
+    # 1. The page drew what the generator says: the query, then the keys row by row. Math.log,
+    # sin and cos may differ from C's by an ulp, hence not bit for bit.
+    rng = Mulberry32(state["seed"])
+    expected_query, expected_keys = rng.normals(d_k), rng.normals(num_keys * d_k)
+    np.testing.assert_allclose(state["query"], expected_query, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(state["keys"], expected_keys, rtol=1e-14, atol=1e-15)
+    # 2. The page's inputs, exactly, to the library.
+    query = torch.tensor(state["query"], dtype=torch.float64).reshape(1, d_k)  # [Tq, Dk]
+    keys = torch.tensor(state["keys"], dtype=torch.float64).reshape(num_keys, d_k)  # [Tk, Dk]
+    errors = {}
+    for name, scale in (("unscaled", tau), ("scaled", tau * math.sqrt(d_k))):
+        row = state[name]
+        # The library divides by sqrt(d_k): a query multiplied by sqrt(d_k) / scale gives the
+        # softmax of q.k / scale.
+        factor = math.sqrt(d_k) / scale
+        for dtype, u in ((torch.float64, U64), (torch.float32, U32)):
+            q, k = query.to(dtype), keys.to(dtype)
+            _, weights = scaled_dot_product_attention(q * factor, k, k)  # [1, Tk]
+            library = weights[0].double().numpy()
+            delta = bound(query, keys, scale, u)
+            allowed = weight_bounds(library, delta, u)
+            got = np.asarray(row["weights"])
+            assert (np.abs(got - library) <= allowed).all(), (name, dtype, got - library)
+            errors[(name, str(dtype))] = float(np.abs(got - library).max())
+        # Entropy, Jacobian norm and spread against PyTorch in float64, on the library's inputs.
+        inputs = (query @ keys.T)[0] / scale  # [Tk]
+        p = torch.softmax(inputs, dim=-1)
+        jacobian = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, dim=-1), inputs)
+        delta = bound(query, keys, scale, U64)
+        a = weight_bounds(p.numpy(), delta)
+        pn = p.numpy()
+        entropy_tol = float((a * (np.abs(np.log(np.where(pn > 0, pn, 1.0))) + 1)).sum())
+        d_jacobian = a[:, None] * np.abs(np.eye(num_keys) - pn[None, :]) + pn[:, None] * a
+        jacobian_tol = float(np.linalg.norm(d_jacobian)) + 8 * U64
+        entropy = -torch.special.xlogy(p, p).sum().item()
+        assert abs(row["entropy"] - entropy) <= entropy_tol, (name, row["entropy"], entropy)
+        norm = torch.linalg.matrix_norm(jacobian).item()
+        assert abs(row["jacobianNorm"] - norm) <= jacobian_tol, (name, row["jacobianNorm"], norm)
+        spread = inputs.std(correction=0).item()
+        assert abs(row["spread"] - spread) <= delta + 8 * U64 * inputs.abs().max().item()
+        assert row["maxWeight"] == max(row["weights"])
+        errors[(name, "jacobian")] = abs(row["jacobianNorm"] - norm) / norm
+    return errors
+
+
+# --- the tests -----------------------------------------------------------------------------
+
+
+def test_default_settings_match_the_library_and_the_prose(page):
+    state = page.state()
+    assert (state["seed"], state["dK"], state["numKeys"], state["temperature"]) == (0, 1024, 16, 1)
+    check_against_the_library(state)
+    # The text description's claims at these settings (book/explorers.yml): all the weight on
+    # one key, a Jacobian more than a billion times smaller than the scaled row's, whose
+    # largest weight is 0.35.
+    assert state["unscaled"]["maxWeight"] > 0.9995  # shown as 1.000
+    ratio = state["scaled"]["jacobianNorm"] / state["unscaled"]["jacobianNorm"]
+    assert ratio > 1e9, ratio
+    assert f"{state['scaled']['maxWeight']:.2f}" == "0.35"
+    assert "times smaller without scaling" in state["status"]
+    assert f"{state['unscaled']['maxWeight']:.3f}" in state["table"]
+
+
+def test_settings_from_the_keyboard_and_the_seed_field(page):
+    tab = page.tab
+    tab.focus("#instrument-scaling-dk")
+    for _ in range(4):  # 2**10 -> 2**6
+        tab.keyboard.press("ArrowLeft")
+    tab.focus("#instrument-scaling-tau")
+    for _ in range(3):  # log2 tau 0 -> 0.75
+        tab.keyboard.press("ArrowRight")
+    page.set_range("keys", 7)
+    tab.fill("#instrument-scaling-seed", "12345")
+    state = page.state()
+    assert (state["seed"], state["dK"], state["numKeys"]) == (12345, 64, 7)
+    assert state["temperature"] == pytest.approx(2**0.75)
+    assert tab.get_attribute("#instrument-scaling-dk", "aria-valuetext") == "d_k = 64"
+    check_against_the_library(state)
+    # Resample: the next seed, new draws, still the library's numbers.
+    tab.focus("#instrument-scaling .instrument-button")
+    tab.keyboard.press("Enter")
+    again = page.state()
+    assert again["seed"] == 12346 and tab.input_value("#instrument-scaling-seed") == "12346"
+    assert again["query"] != state["query"]
+    check_against_the_library(again)
+    tab.fill("#instrument-scaling-seed", "-3")
+    assert "whole number" in page.state()["status"]
+    tab.fill("#instrument-scaling-seed", "0")
+
+
+def test_the_prose_claims_hold_in_the_page(page):
+    page.set_range("keys", 16)
+    page.set_range("tau", 0)
+    page.tab.fill("#instrument-scaling-seed", "0")
+    page.set_range("dk", 10)
+    at_1024 = page.state()
+    # d_k = 1: scaling divides by 1, the two rows coincide.
+    page.set_range("dk", 0)
+    one = page.state()
+    assert one["unscaled"]["weights"] == one["scaled"]["weights"]
+    # d_k = 1024 and tau = 32 = sqrt(1024): the unscaled row is the scaled row at tau = 1.
+    page.set_range("dk", 10)
+    page.set_range("tau", 5)
+    hot = page.state()
+    np.testing.assert_allclose(
+        hot["unscaled"]["weights"], at_1024["scaled"]["weights"], rtol=1e-12, atol=1e-15
+    )
+    check_against_the_library(hot)
+    # Resampling at d_k = 1024: nearly one-hot for most seeds, but not for all.
+    page.set_range("tau", 0)
+    largest = []
+    for _ in range(20):
+        page.tab.click("#instrument-scaling .instrument-button")
+        largest.append(page.state()["unscaled"]["maxWeight"])
+    assert sum(m > 0.99 for m in largest) > 10 and min(largest) < 0.99, largest
+    page.tab.fill("#instrument-scaling-seed", "0")
+
+
+def test_the_widest_and_smallest_settings(page):
+    # 32 keys of width 1024 at tau = 1/4: the most saturated row the sliders allow.
+    page.set_range("dk", 10)
+    page.set_range("keys", 32)
+    page.set_range("tau", -2)
+    errors = check_against_the_library(page.state())
+    assert errors[("scaled", "torch.float64")] < 1e-12
+    page.set_range("keys", 2)
+    page.set_range("dk", 0)
+    check_against_the_library(page.state())
+    page.set_range("keys", 16)
+    page.set_range("dk", 10)
+    page.set_range("tau", 0)
+
+
+def test_the_instrument_is_accessible(page):
+    if not AXE.is_file():
+        pytest.skip("axe-core is not installed (make book runs npm ci)")
+    result = run_axe(page.tab)
+    blocking = [
+        (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
+        for v in result["violations"]
+        if v["impact"] in BLOCKING
+    ]
+    assert not blocking, blocking
+    # Every control has a label a screen reader announces.
+    unnamed = page.tab.evaluate(
+        "() => Array.from(document.querySelectorAll('#instrument-scaling input'))"
+        ".filter((i) => !i.labels || i.labels.length === 0).map((i) => i.id)"
+    )
+    assert not unnamed, unnamed
+
+
+def test_readable_on_a_phone(browser, server):
+    phone = Tab(browser, server, width=390)
+    try:
+        assert phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        box = phone.tab.locator("#instrument-scaling")
+        assert box.bounding_box()["width"] <= 390
+        # The chart's smallest text, in CSS pixels: its font size times the viewBox's scale.
+        smallest = phone.tab.evaluate(
+            """() => {
+              const svg = document.querySelector('#instrument-scaling svg');
+              const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+              const sizes = Array.from(svg.querySelectorAll('text'),
+                                       (t) => Number(t.getAttribute('font-size')));
+              return Math.min(...sizes) * scale;
+            }"""
+        )
+        assert smallest >= 9, smallest  # the book's floor for figure text (test_figure_text.py)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SCREENSHOTS / "instrument_scaling_390px.png"))
+        assert not phone.errors, phone.errors
+    finally:
+        phone.tab.close()
+
+
+def test_a_desktop_screenshot(page):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.tab.locator("#instrument-scaling").screenshot(
+        path=str(SCREENSHOTS / "instrument_scaling.png")
+    )
+
+
+def test_no_error_no_request_outside_and_no_plotly(page, server, browser, html_dir):
+    assert not page.errors, page.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in page.requests)
+    assert not [u for u in page.requests if "plotly" in u]
+    files, missing = page_weights.fetched_files(browser, server, html_dir, PAGE)
+    assert not missing, missing
+    first_visit = sum(page_weights.compressed_size(f) for f in files)
+    print(f"{PAGE}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+# --- chapter 05: masks and fills -------------------------------------------------------------
+
+READ_MASKS = """() => {
+  const s = window.attentionInstruments.masks;
+  return {seed: s.seed, length: s.length, real: s.real, side: s.side, padding: s.padding,
+    causal: s.causal, fill: s.fill, runs: s.runs, query: Array.from(s.query),
+    keys: Array.from(s.keys), allowed: Array.from(s.allowed), weights: Array.from(s.weights),
+    emptyRows: s.emptyRows,
+    status: document.querySelector('#instrument-masks .instrument-status').textContent,
+    cells: Array.from(document.querySelectorAll('#instrument-masks td'), (c) => c.textContent)};
+}"""
+HEAD_DIM = 4  # masks.js's DH
+
+
+@pytest.fixture(scope="module")
+def masks_page(browser, server):
+    tab = Tab(browser, server, path=MASKS_PAGE, name="masks")
+    yield tab
+    tab.tab.close()
+
+
+def library_mask(state: dict) -> torch.Tensor | None:
+    """The mask attention_lab builds for the page's settings, [T, T], or None for no mask."""
+    from attention_lab.masks import causal_mask, combine_masks, padding_mask
+
+    length, real = state["length"], state["real"]
+    ids = list(range(1, real + 1))  # 0 is the padding id
+    ids = [0] * (length - real) + ids if state["side"] == "left" else ids + [0] * (length - real)
+    chosen = []
+    if state["padding"]:
+        chosen.append(padding_mask(torch.tensor([ids])))  # [1, 1, 1, T]
+    if state["causal"]:
+        chosen.append(causal_mask(length))  # [T, T]
+    if not chosen:
+        return None
+    return combine_masks(*chosen).expand(1, 1, length, length)[0, 0]  # [T, T]
+
+
+def check_masks(state: dict) -> np.ndarray:
+    """Compare the page's draws, mask and weights with Mulberry32 and attention_lab."""
+    length = state["length"]
+    rng = Mulberry32(state["seed"])
+    drawn = rng.normals(length * HEAD_DIM), rng.normals(length * HEAD_DIM)
+    np.testing.assert_allclose(state["query"], drawn[0], rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(state["keys"], drawn[1], rtol=1e-14, atol=1e-15)
+    query = torch.tensor(state["query"], dtype=torch.float64).reshape(length, HEAD_DIM)
+    keys = torch.tensor(state["keys"], dtype=torch.float64).reshape(length, HEAD_DIM)
+    mask = library_mask(state)
+    allowed = torch.ones(length, length, dtype=torch.bool) if mask is None else mask
+    assert state["allowed"] == allowed.flatten().int().tolist()
+    empty = (~allowed.any(dim=-1)).nonzero().flatten().tolist()  # queries with no key
+    assert state["emptyRows"] == empty
+    got = np.asarray(state["weights"], dtype=np.float64).reshape(length, length)
+    delta = bound(query, keys, math.sqrt(HEAD_DIM), U64)
+    if state["fill"] == "library":
+        for dtype, u in ((torch.float64, U64), (torch.float32, U32)):
+            _, weights = scaled_dot_product_attention(
+                query.to(dtype), keys.to(dtype), keys.to(dtype), mask
+            )  # [Tq, Tk]
+            expected = weights.double().numpy()
+            allowed_error = weight_bounds(expected, bound(query, keys, 2.0, u), u)
+            assert (np.abs(got - expected) <= allowed_error).all(), (dtype, got - expected)
+    else:
+        scores = query @ keys.T / math.sqrt(HEAD_DIM)  # [Tq, Tk]
+        filled = scores.masked_fill(~allowed, float(state["fill"]))
+        expected = torch.softmax(filled, dim=-1).numpy()
+        assert np.array_equal(np.isnan(got), np.isnan(expected))
+        finite = ~np.isnan(expected)
+        tolerance = weight_bounds(expected, delta)[finite]
+        assert (np.abs(got[finite] - expected[finite]) <= tolerance).all()
+    # Blocked keys of a query that has a key get exactly 0, whatever the fill.
+    rows_with_a_key = allowed.any(dim=-1).numpy()
+    blocked = ~allowed.numpy() & rows_with_a_key[:, None]
+    assert (got[blocked] == 0).all()
+    return got
+
+
+def test_masks_defaults_match_the_library_and_the_prose(masks_page):
+    state = masks_page.state()
+    settings = [state[k] for k in ("seed", "length", "real", "side", "padding", "causal", "fill")]
+    assert settings == [0, 6, 3, "left", True, True, "library"]
+    weights = check_masks(state)
+    assert state["emptyRows"] == [0, 1, 2]  # the text description's claim
+    assert (weights[:3] == 0).all()
+    assert "queries 0, 1, 2" in state["status"] and "to 0" in state["status"]
+
+
+def test_masks_the_three_fills_of_an_empty_row(masks_page):
+    tab = masks_page.tab
+    library = np.asarray(masks_page.state()["weights"]).reshape(6, 6)
+    tab.select_option("#instrument-masks-fill", "-inf")
+    state = masks_page.state()
+    weights = check_masks(state)
+    assert np.isnan(weights[:3]).all() and not np.isnan(weights[3:]).any()
+    assert state["cells"][:18] == ["blocked NaN"] * 18 and "NaN" in state["status"]
+    np.testing.assert_array_equal(weights[3:], library[3:])  # every other row as it was
+    tab.select_option("#instrument-masks-fill", "-1e9")
+    weights = check_masks(masks_page.state())
+    assert (weights[:3] == 1 / 6).all()  # uniform over every key, padding included
+    np.testing.assert_array_equal(weights[3:], library[3:])
+    tab.select_option("#instrument-masks-fill", "library")
+
+
+def test_masks_right_padding_and_each_mask_alone_empty_no_row(masks_page):
+    tab = masks_page.tab
+    tab.select_option("#instrument-masks-side", "right")
+    by_fill = {}
+    for fill in ("-inf", "-1e9", "library"):
+        tab.select_option("#instrument-masks-fill", fill)
+        state = masks_page.state()
+        assert state["emptyRows"] == [] and "no row is fully masked" in state["status"]
+        by_fill[fill] = check_masks(state)
+    np.testing.assert_array_equal(by_fill["-inf"], by_fill["-1e9"])  # the three fills agree
+    np.testing.assert_array_equal(by_fill["-inf"], by_fill["library"])
+    tab.select_option("#instrument-masks-side", "left")
+    for alone in ("padding", "causal"):
+        other = "causal" if alone == "padding" else "padding"
+        tab.uncheck(f"#instrument-masks-{other}")
+        state = masks_page.state()
+        assert state["emptyRows"] == [], alone
+        check_masks(state)
+        tab.check(f"#instrument-masks-{other}")
+    tab.uncheck("#instrument-masks-padding")
+    tab.uncheck("#instrument-masks-causal")
+    check_masks(masks_page.state())  # no mask at all
+    tab.check("#instrument-masks-padding")
+    tab.check("#instrument-masks-causal")
+    tab.select_option("#instrument-masks-fill", "library")
+
+
+def test_masks_from_the_keyboard_with_other_settings(masks_page):
+    tab = masks_page.tab
+    tab.focus("#instrument-masks-length")
+    for _ in range(3):  # T = 6 -> 9
+        tab.keyboard.press("ArrowRight")
+    tab.focus("#instrument-masks-real")
+    tab.keyboard.press("ArrowRight")  # 3 -> 4 real tokens
+    tab.focus("#instrument-masks-causal")
+    tab.keyboard.press("Space")  # causal off
+    tab.keyboard.press("Space")  # and on again
+    tab.fill("#instrument-masks-seed", "2024")
+    tab.click("#instrument-masks .instrument-button")
+    state = masks_page.state()
+    assert (state["seed"], state["length"], state["real"], state["causal"]) == (2025, 9, 4, True)
+    assert state["emptyRows"] == [0, 1, 2, 3, 4]
+    for fill in ("-inf", "-1e9", "library"):
+        tab.select_option("#instrument-masks-fill", fill)
+        check_masks(masks_page.state())
+    # The number of real tokens cannot exceed T.
+    masks_page.set_range("length", 2)
+    state = masks_page.state()
+    assert state["real"] == 2 and state["length"] == 2
+    check_masks(state)
+    masks_page.set_range("length", 6)
+    masks_page.set_range("real", 3)
+    tab.fill("#instrument-masks-seed", "0")
+    tab.select_option("#instrument-masks-fill", "library")
+
+
+def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, server, html_dir):
+    if AXE.is_file():
+        result = run_axe(masks_page.tab)
+        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+        assert not blocking, blocking
+    masks_page.tab.locator("#instrument-masks").screenshot(
+        path=str(SCREENSHOTS / "instrument_masks.png")
+    )
+    phone = Tab(browser, server, width=390, path=MASKS_PAGE, name="masks")
+    try:
+        phone.set_range("length", 10)
+        assert phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        box = phone.tab.locator("#instrument-masks")
+        assert box.bounding_box()["width"] <= 390
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SCREENSHOTS / "instrument_masks_390px.png"))
+        assert not phone.errors, phone.errors
+    finally:
+        phone.tab.close()
+    assert not masks_page.errors, masks_page.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in masks_page.requests)
+    files, missing = page_weights.fetched_files(browser, server, html_dir, MASKS_PAGE)
+    assert not missing, missing
+    first_visit = sum(page_weights.compressed_size(f) for f in files)
+    print(f"{MASKS_PAGE}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+# --- chapter 04: the sinusoidal encoding --------------------------------------------------------
+
+PE_PAGE = "notebooks_src/chapters/04_positional_encoding.html"
+READ_PE = """() => {
+  const s = window.attentionInstruments.positional;
+  return {dModel: s.dModel, maxLen: s.maxLen, base: s.base, position: s.position, pair: s.pair,
+    runs: s.runs, encoding: Array.from(s.encoding), dots: Array.from(s.dots),
+    status: document.querySelector('#instrument-positional .instrument-status').textContent};
+}"""
+
+
+@pytest.fixture(scope="module")
+def pe_page(browser, server):
+    tab = Tab(browser, server, path=PE_PAGE, name="positional")
+    yield tab
+    tab.tab.close()
+
+
+def check_encoding(state: dict) -> None:
+    """The page's encoding and dot products against sinusoidal_encoding and the closed form."""
+    from attention_lab.positional import sinusoidal_encoding
+
+    d, max_len, base, p = state["dModel"], state["maxLen"], state["base"], state["position"]
+    got = np.asarray(state["encoding"]).reshape(max_len, d)
+    library = sinusoidal_encoding(max_len, d, base).double().numpy()  # [T, D], float32 values
+    # The library rounds its float64 values to float32: at most half an ulp, 2**-25 for values in
+    # [0.5, 1]; the two float64 computations of an angle pos / base**(2i/d) differ by a few
+    # ulps of the angle (at most ~1e3 here), far below that.
+    assert np.abs(got - library).max() <= 2.0**-25 + 1e-12
+    # Dot products: each entry of either encoding is within e = 2**-25 of the other, so a dot
+    # product of d terms (|entries| <= 1) moves by at most d * (2 e + e**2).
+    expected = library @ library[p]  # [T]
+    e = 2.0**-25
+    assert np.abs(np.asarray(state["dots"]) - expected).max() <= d * (2 * e + e * e) + 1e-12
+    # In float64 the page's dot products are the closed form sum_i cos(w_i (q - p)): they depend
+    # only on the offset (the chapter's property), up to float64 rounding of d terms.
+    w = 1 / base ** (np.arange(0, d, 2) / d)  # [D / 2]
+    closed = np.cos(np.outer(np.arange(max_len) - p, w)).sum(axis=1)  # [T]
+    np.testing.assert_allclose(state["dots"], closed, rtol=0, atol=d * 1e-12)
+    assert state["dots"][p] == pytest.approx(d / 2, abs=d * 1e-15)
+    assert int(np.argmax(state["dots"])) == p
+
+
+def test_positional_defaults_match_the_library(pe_page):
+    state = pe_page.state()
+    assert (state["dModel"], state["maxLen"], state["base"], state["position"]) == (
+        64,
+        100,
+        1e4,
+        10,
+    )
+    check_encoding(state)
+    dots = np.asarray(state["dots"])
+    p = state["position"]
+    np.testing.assert_allclose(dots[p - 10 : p][::-1], dots[p + 1 : p + 11], atol=1e-12)
+    assert "the most similar other position is" in state["status"]
+
+
+def test_positional_the_prose_claims_and_other_settings(pe_page):
+    tab = pe_page.tab
+    # d_model = 16: pair 7 (dimensions 14, 15) is the last and barely moves over 100 positions.
+    pe_page.set_range("d", 16)
+    pe_page.set_range("pair", 7)
+    state = pe_page.state()
+    check_encoding(state)
+    encoding = np.asarray(state["encoding"]).reshape(100, 16)
+    assert np.abs(encoding[:, 14]).max() < 0.05
+    # d_model = 128: the same pair completes almost six periods.
+    pe_page.set_range("d", 128)
+    caption = tab.text_content("#instrument-positional .instrument-caption:nth-of-type(2)")
+    state = pe_page.state()
+    check_encoding(state)
+    periods = 100 / (2 * math.pi * 1e4 ** (14 / 128))
+    assert 5.5 < periods < 6 and f"{periods:.3f} periods" in caption, caption
+    # Dimensions 0 and 1 are sin(pos) and cos(pos) at every width.
+    encoding = np.asarray(state["encoding"]).reshape(100, 128)
+    np.testing.assert_allclose(encoding[:, 0], np.sin(np.arange(100)), atol=1e-15)
+    # From the keyboard: a longer sequence, another base and position.
+    tab.focus("#instrument-positional-len")
+    tab.keyboard.press("End")  # max_len = 1000
+    tab.focus("#instrument-positional-base")
+    tab.keyboard.press("ArrowLeft")  # base = 10**3.5
+    tab.focus("#instrument-positional-pos")
+    tab.keyboard.press("End")  # the last position
+    state = pe_page.state()
+    assert state["maxLen"] == 1000 and state["position"] == 999
+    assert state["base"] == pytest.approx(10**3.5)
+    check_encoding(state)
+    pe_page.set_range("d", 510)
+    pe_page.set_range("pos", 0)
+    check_encoding(pe_page.state())
+    pe_page.set_range("d", 64)
+    pe_page.set_range("len", 100)
+    pe_page.set_range("base", 4)
+    pe_page.set_range("pos", 10)
+
+
+def test_positional_accessible_readable_on_a_phone_and_light(pe_page, browser, server, html_dir):
+    if AXE.is_file():
+        result = run_axe(pe_page.tab)
+        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+        assert not blocking, blocking
+    pe_page.tab.locator("#instrument-positional").screenshot(
+        path=str(SCREENSHOTS / "instrument_positional.png")
+    )
+    phone = Tab(browser, server, width=390, path=PE_PAGE, name="positional")
+    try:
+        assert phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        box = phone.tab.locator("#instrument-positional")
+        assert box.bounding_box()["width"] <= 390
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SCREENSHOTS / "instrument_positional_390px.png"))
+        assert not phone.errors, phone.errors
+    finally:
+        phone.tab.close()
+    assert not pe_page.errors, pe_page.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in pe_page.requests)
+    files, missing = page_weights.fetched_files(browser, server, html_dir, PE_PAGE)
+    assert not missing, missing
+    first_visit = sum(page_weights.compressed_size(f) for f in files)
+    print(f"{PE_PAGE}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+# --- chapter 03: multi-head attention's split ------------------------------------------------
+
+HEADS_PAGE = "notebooks_src/chapters/03_multi_head_attention.html"
+READ_HEADS = """() => {
+  const s = window.attentionInstruments.heads;
+  return {seed: s.seed, dModel: s.dModel, heads: s.heads, headDim: s.headDim, length: s.length,
+    runs: s.runs, query: Array.from(s.query), keys: Array.from(s.keys), split: Array.from(s.split),
+    weights: Array.from(s.weights),
+    options: Array.from(document.querySelectorAll('#instrument-heads-h option'), (o) => o.value),
+    canvases: document.querySelectorAll('#instrument-heads canvas').length,
+    status: document.querySelector('#instrument-heads .instrument-status').textContent};
+}"""
+
+
+@pytest.fixture(scope="module")
+def heads_page(browser, server):
+    tab = Tab(browser, server, path=HEADS_PAGE, name="heads")
+    yield tab
+    tab.tab.close()
+
+
+def check_heads(state: dict) -> np.ndarray:
+    """The page's draws, split and weights against Mulberry32 and MultiHeadAttention."""
+    from attention_lab.attention import MultiHeadAttention
+
+    d, h, t = state["dModel"], state["heads"], state["length"]
+    rng = Mulberry32(state["seed"])
+    drawn = rng.normals(t * d), rng.normals(t * d)
+    np.testing.assert_allclose(state["query"], drawn[0], rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(state["keys"], drawn[1], rtol=1e-14, atol=1e-15)
+    assert state["headDim"] == d // h and state["canvases"] == h
+    assert state["options"] == [str(n) for n in range(1, d + 1) if d % n == 0]
+    query = torch.tensor(state["query"], dtype=torch.float64).reshape(1, t, d)  # [B, T, D]
+    keys = torch.tensor(state["keys"], dtype=torch.float64).reshape(1, t, d)  # [B, T, D]
+    got = np.asarray(state["weights"]).reshape(h, t, t)
+    for dtype, u in ((torch.float64, U64), (torch.float32, U32)):
+        module = MultiHeadAttention(d, h, bias=False).to(dtype).eval()
+        with torch.no_grad():
+            for projection in (module.q_proj, module.k_proj, module.v_proj):
+                projection.weight.copy_(torch.eye(d, dtype=dtype))  # the page's Q and K as is
+            if dtype == torch.float64:  # the library's split, exactly the page's
+                split = module._split_heads(query)  # [B, H, T, Dh]
+                assert np.array_equal(np.asarray(state["split"]), split.flatten().numpy())
+            _, weights = module(query.to(dtype), keys.to(dtype), keys.to(dtype))  # [B, H, T, T]
+        expected = weights[0].double().numpy()  # [H, T, T]
+        for head in range(h):
+            part = slice(head * (d // h), (head + 1) * (d // h))
+            delta = bound(query[0, :, part], keys[0, :, part], math.sqrt(d // h), u)
+            allowed = weight_bounds(expected[head], delta, u)
+            assert (np.abs(got[head] - expected[head]) <= allowed).all(), (dtype, head)
+    return got
+
+
+def test_heads_defaults_match_the_library(heads_page):
+    state = heads_page.state()
+    assert [state[k] for k in ("seed", "dModel", "heads", "length")] == [0, 24, 3, 6]
+    weights = check_heads(state)
+    # The text description's claim: the three heads' maps differ.
+    assert (
+        np.abs(weights[0] - weights[1]).max() > 0.1 and np.abs(weights[1] - weights[2]).max() > 0.1
+    )
+    assert "every head sees 8 of the 24 features" in state["status"]
+
+
+def test_heads_other_settings_from_the_keyboard(heads_page):
+    tab = heads_page.tab
+    tab.select_option("#instrument-heads-h", "8")
+    state = heads_page.state()
+    assert state["heads"] == 8 and state["headDim"] == 3
+    check_heads(state)
+    tab.focus("#instrument-heads-d")
+    tab.keyboard.press("ArrowRight")  # D = 25: 8 does not divide it, so H falls back to 1
+    state = heads_page.state()
+    assert (state["dModel"], state["heads"]) == (25, 1) and state["options"] == ["1", "5", "25"]
+    check_heads(state)
+    heads_page.set_range("d", 64)
+    tab.select_option("#instrument-heads-h", "16")
+    heads_page.set_range("t", 12)
+    tab.click("#instrument-heads .instrument-button")  # resample: seed 1
+    state = heads_page.state()
+    assert (state["seed"], state["dModel"], state["heads"], state["length"]) == (1, 64, 16, 12)
+    check_heads(state)
+    # The table shows the chosen head's weights.
+    tab.select_option("#instrument-heads-show", "5")
+    cells = tab.eval_on_selector_all("#instrument-heads td", "(cs) => cs.map((c) => c.textContent)")
+    shown = np.asarray(state["weights"]).reshape(16, 12, 12)[5]
+    assert cells == [f"{w:.2f}" for w in shown.flatten()]
+    heads_page.set_range("d", 24)
+    tab.select_option("#instrument-heads-h", "3")
+    heads_page.set_range("t", 6)
+    tab.fill("#instrument-heads-seed", "0")
+
+
+def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, server, html_dir):
+    if AXE.is_file():
+        result = run_axe(heads_page.tab)
+        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+        assert not blocking, blocking
+    heads_page.tab.locator("#instrument-heads").screenshot(
+        path=str(SCREENSHOTS / "instrument_heads.png")
+    )
+    phone = Tab(browser, server, width=390, path=HEADS_PAGE, name="heads")
+    try:
+        assert phone.tab.evaluate(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+        )
+        box = phone.tab.locator("#instrument-heads")
+        assert box.bounding_box()["width"] <= 390
+        box.scroll_into_view_if_needed()
+        box.screenshot(path=str(SCREENSHOTS / "instrument_heads_390px.png"))
+        assert not phone.errors, phone.errors
+    finally:
+        phone.tab.close()
+    assert not heads_page.errors, heads_page.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in heads_page.requests)
+    files, missing = page_weights.fetched_files(browser, server, html_dir, HEADS_PAGE)
+    assert not missing, missing
+    first_visit = sum(page_weights.compressed_size(f) for f in files)
+    print(f"{HEADS_PAGE}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
