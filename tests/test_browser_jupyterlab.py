@@ -163,25 +163,30 @@ ERRORS = """() => {
 }"""
 
 
-def test_a_chapter_runs_in_jupyterlab_with_its_figures(browser, jupyterlab, html_dir):
+def test_a_chapter_runs_in_jupyterlab_with_its_figures_and_explorer(browser, jupyterlab, html_dir):
+    # Chapter 03 has both kinds of interactive part: a plotly explorer, which JupyterLab draws
+    # from the notebook's plotly JSON, and an instrument, which computes in the book's page and
+    # is a note pointing to the kernel here.
     page, outside, errors = _run_notebook(
-        browser, jupyterlab, "chapters/02_scaled_dot_product_attention.ipynb", "chapter-02"
+        browser, jupyterlab, "chapters/03_multi_head_attention.ipynb", "chapter-03"
     )
     try:
-        built = html_dir / "notebooks_src/chapters/02_scaled_dot_product_attention.html"
+        built = html_dir / "notebooks_src/chapters/03_multi_head_attention.html"
         figures = built.read_text(encoding="utf-8").count('<figure class="align-default"')
         images = page.locator(".jp-OutputArea-output img").count()
         assert figures >= 3 and images >= figures, (images, figures)
-        # Its instrument computes in the book's page; here it is a note pointing to the kernel.
+        assert page.locator(".jp-OutputArea-output .main-svg").count() >= 1, "no explorer drawn"
         assert page.get_by_text("Interactive instrument.").count() >= 1
         text = page.locator(".jp-Notebook").inner_text()
         assert "{glue" not in text and "{numref}" not in text and "```{" not in text
-        assert "Fig. 2.1." in text
+        assert "Fig. 3.1." in text
         raised = page.evaluate(ERRORS)
         assert all("raises-exception" in e["tags"] for e in raised), raised
         assert not outside, f"requests left the machine: {outside}"
         assert not errors, f"console errors: {errors}"
-        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-chapter-02.png"))
+        # Scrolled to the explorer: look at it in the screenshot.
+        page.locator(".jp-OutputArea-output .main-svg").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-chapter-03-explorer.png"))
     finally:
         page.close()
 
