@@ -119,8 +119,12 @@
       : state.fill === "-1e9"
         ? "with \u22121e9 their rows are uniform, 1/" + T + " on every key, padding included."
         : "the library sets their rows to 0, so their outputs are 0.";
-    return rows.length + (rows.length === 1 ? " query has" : " queries have") +
-      " no key it may attend to (" + which + "): " + what;
+    if (rows.length === 1) {
+      what = what.replace("their weights are", "its weights are").replace("their rows are uniform",
+        "its row is uniform").replace("sets their rows to 0, so their outputs are", "sets its row to 0, so its output is");
+    }
+    return rows.length + (rows.length === 1 ? " query has no key it" : " queries have no key they") +
+      " may attend to (" + which + "): " + what;
   }
 
   function setUp(body) {

@@ -195,7 +195,9 @@
       var ratio = result.scaled.jacobianNorm / result.unscaled.jacobianNorm;
       status.textContent = "Seed " + s + ", d_k = " + width + ": without scaling the largest " +
         "weight is " + core.format(result.unscaled.maxWeight) + ", with scaling " +
-        core.format(result.scaled.maxWeight) + ". " + (ratio >= 1
+        core.format(result.scaled.maxWeight) + ". " + (width === 1
+          ? "At d_k = 1 the scale is 1: the two rows are the same."
+          : ratio >= 1
           ? "The softmax's Jacobian is " + ratio.toPrecision(3) + " times smaller without scaling."
           : "The softmax's Jacobian is " + (1 / ratio).toPrecision(3) +
             " times larger without scaling.");

@@ -216,9 +216,11 @@
         state.loadMs.session = performance.now() - started;
         session = created;
         progress.hidden = true;
-        button.hidden = true;
         buildViews();
         views.hidden = false;
+        // The button disappears: keep keyboard focus in the box, on the sentence.
+        if (document.activeElement === button) field.focus();
+        button.hidden = true;
         state.status = "ready";
         return compute();
       })
@@ -363,7 +365,7 @@
     var diffText = el("p", { className: "live-readout" });
     var compareViews = el("div", { className: "live-compare-views" }, [
       secondTitle, secondBox,
-      el("p", { className: "live-heading", text: "Difference" }), diffBox, diffText
+      el("p", { className: "live-heading", text: "Difference, position by position" }), diffBox, diffText
     ]);
     compareViews.hidden = true;
     var compareInput = el("div", { className: "live-compare-input" }, [secondLabel, secondField]);
@@ -620,7 +622,8 @@
     }), function (q, k) { return diverging(diff[q * T + k] / scale); }, -1);
     ui.diffBox.setAttribute("aria-label", "Second sentence minus first, layer " + layer +
       ", head " + head + "; largest change " + largest.toFixed(2));
-    ui.diffText.textContent = "Second minus first: red where the second sentence puts more " +
+    ui.diffText.textContent = "Second minus first, cell by cell: the query and key at the same " +
+      "positions, whichever words they hold. Red where the second sentence puts more " +
       "weight, blue where less, white where the same (scale ±" + scale.toFixed(2) + "). " +
       "Largest change in this head: " + largest.toFixed(2) + ".";
   }
