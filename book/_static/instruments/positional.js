@@ -80,17 +80,38 @@
       : [Math.round(255 - t * (255 - 178)), Math.round(255 - t * (255 - 24)), Math.round(255 - t * (255 - 43))];
   }
 
+  // Drawn at most as finely as the canvas is shown: with more positions (or dimensions) than
+  // device pixels, each pixel shows the mean of the block it covers. Drawing every row into
+  // fewer pixels instead aliases fast columns into curved bands that are not in the data.
   function paint(canvas, pe, maxLen, d) {
-    canvas.width = d;
-    canvas.height = maxLen;
+    var scale = window.devicePixelRatio || 1;
+    var rows = Math.min(maxLen, Math.max(1, Math.round((canvas.clientHeight || maxLen) * scale)));
+    var cols = Math.min(d, Math.max(1, Math.round((canvas.clientWidth || d) * scale)));
+    canvas.width = cols;
+    canvas.height = rows;
+    // Sharp cells only when each covers at least 2 pixels both ways; a cell stretched by a
+    // fraction of a pixel, nearest-neighbour, beats against its neighbours into false stripes.
+    var sharp = cols * 2 <= (canvas.clientWidth || 0) * scale && rows * 2 <= (canvas.clientHeight || 0) * scale;
+    canvas.style.imageRendering = sharp ? "pixelated" : "auto";
     var context = canvas.getContext("2d");
-    var image = context.createImageData(d, maxLen);
-    for (var k = 0; k < maxLen * d; k++) {
-      var c = rgb(pe[k]);
-      image.data[4 * k] = c[0];
-      image.data[4 * k + 1] = c[1];
-      image.data[4 * k + 2] = c[2];
-      image.data[4 * k + 3] = 255;
+    var image = context.createImageData(cols, rows);
+    for (var r = 0; r < rows; r++) {
+      var r0 = Math.floor((r * maxLen) / rows);
+      var r1 = Math.max(r0 + 1, Math.floor(((r + 1) * maxLen) / rows));
+      for (var c = 0; c < cols; c++) {
+        var c0 = Math.floor((c * d) / cols);
+        var c1 = Math.max(c0 + 1, Math.floor(((c + 1) * d) / cols));
+        var sum = 0;
+        for (var p = r0; p < r1; p++) {
+          for (var j = c0; j < c1; j++) sum += pe[p * d + j];
+        }
+        var colour = rgb(sum / ((r1 - r0) * (c1 - c0)));
+        var k = 4 * (r * cols + c);
+        image.data[k] = colour[0];
+        image.data[k + 1] = colour[1];
+        image.data[k + 2] = colour[2];
+        image.data[k + 3] = 255;
+      }
     }
     context.putImageData(image, 0, 0);
   }
@@ -139,6 +160,7 @@
 
     var state = (window.attentionInstruments.positional = { runs: 0 });
     var painted = "";
+    var computed = "";
 
     function update() {
       var d = Number(width.input.value), maxLen = Number(length.input.value);
@@ -157,10 +179,15 @@
       pair.input.setAttribute("aria-valuetext", "pair " + i + ", dimensions " + 2 * i + " and " +
         (2 * i + 1));
       var key = d + "/" + maxLen + "/" + b;
-      if (key !== painted) {
+      if (key !== computed) {
         state.encoding = encoding(maxLen, d, b);
+        computed = key;
+      }
+      // Painted again when the settings or the canvas's shown size change (see paint).
+      var look = key + "/" + canvas.clientWidth + "x" + canvas.clientHeight;
+      if (look !== painted) {
         paint(canvas, state.encoding, maxLen, d);
-        painted = key;
+        painted = look;
       }
       var pe = state.encoding;
       var row = dots(pe, maxLen, d, p);
