@@ -372,6 +372,16 @@ def _fail(fn_name: str, case: _Case, problem: str, mistake: str | None) -> None:
     )
 
 
+def _two_tensors(fn_name: str, case: _Case, result) -> None:
+    """Fail unless the learner's function returned two tensors (a tuple or a list)."""
+    if not (
+        isinstance(result, tuple | list)
+        and len(result) == 2
+        and all(isinstance(r, torch.Tensor) for r in result)
+    ):
+        _fail(fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair")
+
+
 def _run(fn: Callable, case: _Case, error_hint: Callable[[Exception], str | None] | None = None):
     """Call ``fn`` on ``case``; turn the stub's NotImplementedError and crashes into messages."""
     fn_name = _name(fn)
@@ -451,12 +461,7 @@ def _check_pair(
     expected_out, expected_w = expected
     if isinstance(result, torch.Tensor):
         _fail(fn_name, case, f"it returned one tensor of shape {list(result.shape)}", "not_a_pair")
-    if not (
-        isinstance(result, tuple | list)
-        and len(result) == 2
-        and all(isinstance(r, torch.Tensor) for r in result)
-    ):
-        _fail(fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair")
+    _two_tensors(fn_name, case, result)
     out, w = result
     if (
         out.shape == expected_w.shape
@@ -1373,14 +1378,7 @@ def check_pooling_and_search(fn: Callable) -> None:
         num_queries, num_docs = query_hidden.shape[0], doc_hidden.shape[0]
         expected_scores, expected_top = _search_reference(*case.args)
         result = _run(fn, case, error_hint)
-        if not (
-            isinstance(result, tuple | list)
-            and len(result) == 2
-            and all(isinstance(r, torch.Tensor) for r in result)
-        ):
-            _fail(
-                fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair"
-            )
+        _two_tensors(fn_name, case, result)
         scores, top = result
         if scores.shape != expected_scores.shape:
             transposed = scores.shape == (num_docs, num_queries) and num_docs != num_queries
@@ -1716,14 +1714,7 @@ def check_kv_cache_decoding(fn: Callable) -> None:
             result = _run(fn, case, error_hint)
         finally:
             hook.remove()
-        if not (
-            isinstance(result, tuple | list)
-            and len(result) == 2
-            and all(isinstance(r, torch.Tensor) for r in result)
-        ):
-            _fail(
-                fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair"
-            )
+        _two_tensors(fn_name, case, result)
         output, keys = result
         if output.shape != expected_output.shape:
             _fail(
