@@ -208,3 +208,16 @@ def browser():
         yield context
         context.close()
     shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Torch on one thread for a module's tests (``pytestmark = usefixtures("one_thread")``).
+
+    Tiny matrices gain nothing from threads, and on a loaded machine threads wait for each
+    other; results do not depend on it. The previous setting is restored.
+    """
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

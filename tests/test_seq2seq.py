@@ -24,13 +24,7 @@ FAST = settings(max_examples=25, deadline=None)
 SOURCE_VOCAB, TARGET_VOCAB = 7, 9
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny matrices gain nothing from threads; results do not depend on it. Restored after.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_model(seed=0, **overrides):

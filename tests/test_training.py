@@ -26,14 +26,7 @@ from attention_lab.training import (
 FAST = settings(max_examples=30, deadline=None)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny matrices gain nothing from threads, and on a loaded machine threads wait for each
-    # other; results do not depend on it. The previous setting is restored.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def tiny_model(seed=0, **overrides):

@@ -85,3 +85,16 @@ def check_sequence(x: torch.Tensor, name: str, width: int) -> None:
         raise TypeError(f"{name} must have a floating dtype, got {x.dtype}")
     if x.ndim != 3 or x.shape[-1] != width:
         raise ValueError(f"{name} must have shape [B, T, {width}], got {list(x.shape)}")
+
+
+def check_logits_and_targets(logits: torch.Tensor, targets: torch.Tensor) -> None:
+    """Raise unless ``logits`` is a floating ``[B, T, V]`` tensor and ``targets`` ``[B, T]`` ids."""
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        kind = logits.dtype if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise TypeError(f"logits must be a floating torch.Tensor, got {kind}")
+    check_token_ids(targets, "targets")
+    if logits.ndim != 3 or logits.shape[:2] != targets.shape:
+        raise ValueError(
+            "logits must have shape [B, T, V] with [B, T] the shape of targets, got "
+            f"logits {list(logits.shape)} and targets {list(targets.shape)}"
+        )

@@ -33,6 +33,7 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 from attention_lab._validation import (
     check_id_range,
     check_int,
+    check_logits_and_targets,
     check_sequence,
     check_token_ids,
 )
@@ -413,15 +414,7 @@ def loss_by_position(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
         TypeError: If ``logits`` is not floating or ``targets`` not an integer tensor.
         ValueError: If the shapes do not fit or a target is outside ``[0, V)``.
     """
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        kind = logits.dtype if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise TypeError(f"logits must be a floating torch.Tensor, got {kind}")
-    check_token_ids(targets, "targets")
-    if logits.ndim != 3 or logits.shape[:2] != targets.shape:
-        raise ValueError(
-            "logits must have shape [B, T, V] with [B, T] the shape of targets, got "
-            f"logits {list(logits.shape)} and targets {list(targets.shape)}"
-        )
+    check_logits_and_targets(logits, targets)
     check_id_range(targets, "targets", logits.shape[-1], "V")
     # cross_entropy wants the classes in dimension 1.
     losses = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # [B, T]

@@ -448,8 +448,9 @@ class BracketLanguage:
         well_placed = torch.where(position == 0, token_ids == self.BOS, bracket)  # [B, T]
         in_range = (depth >= 0) & (depth <= self.max_depth)  # [B, T]
         sound = (well_placed & in_range).long().cumprod(dim=1).bool()  # [B, T]
-        allowed = torch.zeros(*token_ids.shape, self.vocab_size, dtype=torch.bool)  # [B, T, V]
-        allowed = allowed.to(token_ids.device)
+        allowed = torch.zeros(  # [B, T, V]
+            *token_ids.shape, self.vocab_size, dtype=torch.bool, device=token_ids.device
+        )
         # An ( needs room for itself and for closing everything then open.
         allowed[..., self.OPEN] = (
             sound & (depth < self.max_depth) & (brackets + 1 + depth + 1 <= self.max_brackets)
@@ -480,7 +481,7 @@ class BracketLanguage:
         ended = (token_ids[:, 1:] == self.EOS).long().cumsum(dim=1)  # [B, T - 1]
         # Positions up to and including the first EOS must be legal.
         counted = (ended == 0) | ((ended == 1) & (token_ids[:, 1:] == self.EOS))  # [B, T - 1]
-        has_end = ended[:, -1] > 0 if ended.shape[1] else torch.zeros_like(token_ids[:, 0]) > 0
+        has_end = (token_ids[:, 1:] == self.EOS).any(dim=1)  # [B]: False when T = 1
         return (legal | ~counted).all(dim=1) & has_end & (token_ids[:, 0] == self.BOS)
 
     def sample(self, num_sentences: int, *, seed: int = 0) -> torch.Tensor:
@@ -527,13 +528,13 @@ class BracketLanguage:
         if token_ids.ndim != 1:
             raise ValueError(f"token_ids must have shape [T], got {list(token_ids.shape)}")
         check_token_ids(token_ids[None], "token_ids")
-        symbols = []
+        symbols, shown = [], {self.OPEN: "(", self.CLOSE: ")", self.PAD: ""}
         for index, token in enumerate(token_ids.tolist()):
             if token == self.EOS:
                 break
             if index == 0 and token == self.BOS:
                 continue
-            symbols.append({self.OPEN: "(", self.CLOSE: ")", self.PAD: ""}.get(token, "?"))
+            symbols.append(shown.get(token, "?"))
         return "".join(symbols)
 
 

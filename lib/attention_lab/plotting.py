@@ -7,6 +7,8 @@ global style, and import no model code, so any page can draw what any module ret
 
 from __future__ import annotations
 
+import base64
+import io
 import numbers
 
 import matplotlib.pyplot as plt
@@ -686,8 +688,6 @@ def palette_png(fig: Figure) -> bytes | None:
     """
     if not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    import io
-
     from IPython.core.pylabtools import print_figure
     from PIL import Image
 
@@ -722,8 +722,6 @@ def use_palette_png() -> None:
         raise RuntimeError("use_palette_png() works inside IPython or Jupyter only")
 
     def as_png(fig: Figure) -> str | None:
-        import base64
-
         small = palette_png(fig)
         return None if small is None else base64.b64encode(small).decode("ascii")
 

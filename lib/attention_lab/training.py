@@ -30,6 +30,7 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 from attention_lab._validation import (
     check_id_range,
     check_int,
+    check_logits_and_targets,
     check_real_above,
     check_token_ids,
 )
@@ -212,16 +213,8 @@ def token_loss(
         ValueError: If the shapes do not fit together, or a counted target is outside
             ``[0, V)``.
     """
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        kind = logits.dtype if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise TypeError(f"logits must be a floating torch.Tensor, got {kind}")
-    check_token_ids(targets, "targets")
+    check_logits_and_targets(logits, targets)
     _check_pad_id(pad_id)
-    if logits.ndim != 3 or logits.shape[:2] != targets.shape:
-        raise ValueError(
-            "logits must have shape [B, T, V] with [B, T] the shape of targets, got "
-            f"logits {list(logits.shape)} and targets {list(targets.shape)}"
-        )
     vocab_size = logits.shape[-1]
     # Padding targets are skipped, so they may lie outside the vocabulary (e.g. -100).
     counted = targets if pad_id is None else targets[targets != pad_id]  # [counted]
