@@ -396,40 +396,42 @@ EXPLORERS = ROOT / "book" / "explorers.yml"  # captions and text alternatives of
 EXPLORER_CALL = re.compile(r"""interactive\.show\(.*div_id\s*=\s*["']([^"']+)["']""", re.DOTALL)
 
 
+def _interactive_entry(key: str, kind: str) -> dict:
+    """The caption and text alternative of an explorer or instrument, from explorers.yml."""
+    import yaml
+
+    texts = yaml.safe_load(EXPLORERS.read_text(encoding="utf-8")) or {}
+    if key not in texts:
+        raise ConversionError(f"the {kind} {key!r} has no entry in {EXPLORERS.name}")
+    return texts[key]
+
+
+def _interactive_caption(entry: dict, kind: str, note: str = "", use: str = "How to use it") -> str:
+    """A notebook's caption for an explorer or instrument: label, caption, folded text."""
+    return (
+        f"**Interactive {kind}.** {entry['caption']}\n\n{note}"
+        f"<details><summary>Text description of the {kind}</summary>\n\n"
+        f"{entry['shows']}\n\n**{use}:** {entry['operate']}\n\n</details>"
+    )
+
+
 def _explorer_caption(cell) -> str | None:
     """The caption and text alternative (from ``book/explorers.yml``) of a cell's explorer."""
     found = EXPLORER_CALL.search(cell.source)
     if not found:
         return None
-    import yaml
-
-    texts = yaml.safe_load(EXPLORERS.read_text(encoding="utf-8")) or {}
-    if found[1] not in texts:
-        raise ConversionError(f"the explorer {found[1]!r} has no entry in {EXPLORERS.name}")
-    entry = texts[found[1]]
-    return (
-        f"**Interactive explorer.** {entry['caption']}\n\n"
-        "<details><summary>Text description of the explorer</summary>\n\n"
-        f"{entry['shows']}\n\n**How to use it:** {entry['operate']}\n\n</details>"
-    )
+    return _interactive_caption(_interactive_entry(found[1], "explorer"), "explorer")
 
 
 def _instrument_pointer(name: str) -> str:
     """What a notebook shows for the book's ``{instrument}``: its caption, its text, a pointer."""
-    import yaml
-
-    texts = yaml.safe_load(EXPLORERS.read_text(encoding="utf-8")) or {}
-    entry = texts.get(f"instrument-{name}")
-    if entry is None:
-        raise ConversionError(f"the instrument {name!r} has no entry in {EXPLORERS.name}")
-    return (
-        f"**Interactive instrument.** {entry['caption']}\n\n"
+    entry = _interactive_entry(f"instrument-{name}", "instrument")
+    note = (
         "> *The book's page has an instrument here that computes in your browser from the "
         "settings you choose. In this notebook, change the settings of the* Try it yourself "
         "*cell below and run it again.*\n\n"
-        "<details><summary>Text description of the instrument</summary>\n\n"
-        f"{entry['shows']}\n\n**How to use it (in the book):** {entry['operate']}\n\n</details>"
     )
+    return _interactive_caption(entry, "instrument", note, "How to use it (in the book)")
 
 
 def _add_markdown(page: Page, out: list, text: str, hidden: bool) -> None:

@@ -52,6 +52,9 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+sys.path.insert(0, str(Path(__file__).parent))
+from offline_assets import npm_package  # noqa: E402 - a sibling extension, not a package
+
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,6 +179,7 @@ def cached_model() -> Path:
     key = cache_key()
     path = CACHE / key / FILENAME
     if not path.is_file():
+        logger.info("live_attention: exporting MiniLM to ONNX (cached in %s)", path.parent)
         export(path)
         # Drop the exports of another model or exporter: only this cache's own key folders.
         for stale in CACHE.iterdir():
@@ -191,21 +195,11 @@ ORT_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-th
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
-def _npm_dir(app: Sphinx, name: str) -> Path:
-    folder = Path(app.confdir) / "node_modules" / name
-    if not (folder / "package.json").is_file():
-        raise RuntimeError(
-            f"live_attention: the npm package {name!r} is not installed; run `make book` "
-            "(it runs `npm ci`; Node.js and npm must be installed)"
-        )
-    return folder
-
-
 def _downloads(app: Sphinx) -> list[tuple[Path, str]]:
     from attention_lab.pretrained import model_path
 
-    ort = _npm_dir(app, ORT_PACKAGE)
-    tok = _npm_dir(app, TOKENIZERS_PACKAGE)
+    ort = npm_package(app, ORT_PACKAGE)[0]
+    tok = npm_package(app, TOKENIZERS_PACKAGE)[0]
     files = [(app.env.live_model_path, served_model_name(app))]
     files += [(Path(model_path()) / name, f"live/{name}") for name in TOKENIZER_FILES]
     files += [(ort / "dist" / name, f"vendor/onnxruntime-web/{name}") for name in ORT_FILES]
@@ -220,9 +214,6 @@ def served_model_name(app: Sphinx) -> str:
 
 
 def _export_at_start(app: Sphinx) -> None:
-    path = CACHE / cache_key() / FILENAME
-    if not path.is_file():
-        logger.info("live_attention: exporting MiniLM to ONNX (cached in %s)", path.parent)
     app.env.live_model_path = cached_model()
 
 
@@ -294,14 +285,14 @@ def _copy_downloads(app: Sphinx, exception: Exception | None) -> None:
     for code in (Path(__file__).parents[1] / "_static" / "live").iterdir():
         shutil.copy2(code, static / "live" / code.name)
     for package, folder in ((ORT_PACKAGE, "onnxruntime-web"), (TOKENIZERS_PACKAGE, "tokenizers")):
-        source = _npm_dir(app, package)
+        source, version = npm_package(app, package)
         notice = static / "vendor" / folder / "LICENSE"
         if (source / "LICENSE").is_file():
             shutil.copy2(source / "LICENSE", notice)
         else:  # onnxruntime-web's npm package states its licence only in package.json
             manifest = json.loads((source / "package.json").read_text(encoding="utf-8"))
             notice.write_text(
-                f"{package} {manifest['version']}: {manifest['license']} licence, "
+                f"{package} {version}: {manifest['license']} licence, "
                 f"{manifest.get('homepage', '')}\n",
                 encoding="utf-8",
             )

@@ -102,7 +102,7 @@ def plotly_python_bundle_version() -> str:
     return found.group(1)
 
 
-def _npm_package(app: Sphinx, name: str) -> tuple[Path, str]:
+def npm_package(app: Sphinx, name: str) -> tuple[Path, str]:
     folder = node_modules(app) / name
     manifest = folder / "package.json"
     if not manifest.is_file():
@@ -126,7 +126,7 @@ def _copy_assets(app: Sphinx, exception: Exception | None) -> None:
         else:
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-    plotly_dir, _ = _npm_package(app, PLOTLY_PACKAGE)
+    plotly_dir, _ = npm_package(app, PLOTLY_PACKAGE)
     plotly_to = Path(app.outdir) / "_static" / PLOTLY_JS
     plotly_to.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(plotly_dir / "plotly-cartesian.min.js", plotly_to)
@@ -199,7 +199,7 @@ def _check_sources(app: Sphinx) -> None:
         raise RuntimeError(
             f"offline_assets: {mathjax_source()} is missing; reinstall requirements.txt"
         )
-    _, plotly_version = _npm_package(app, PLOTLY_PACKAGE)
+    _, plotly_version = npm_package(app, PLOTLY_PACKAGE)
     python_version = plotly_python_bundle_version()
     if plotly_version != python_version:
         raise RuntimeError(

@@ -127,6 +127,43 @@
     return input;
   }
 
+  // The seed field and its Resample button, for the instruments that draw random inputs.
+  // Resample moves to the next seed (to 0 after an invalid one) and calls onChange.
+  function seedField(id, seed, onChange) {
+    var input = document.createElement("input");
+    input.type = "number";
+    input.min = "0";
+    input.max = "4294967295";
+    input.step = "1";
+    input.value = String(seed);
+    input.inputMode = "numeric";
+    var wrapped = field(id, "Seed", input);
+    wrapped.output.remove();
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "instrument-button";
+    button.textContent = "Resample";
+    wrapped.wrap.append(button);
+    button.addEventListener("click", function () {
+      var s = Number(input.value);
+      input.value = String(Number.isInteger(s) && s >= 0 ? (s + 1) % 4294967296 : 0);
+      onChange();
+    });
+    return { wrap: wrapped.wrap, input: input, button: button };
+  }
+
+  // Sets up every instrument of this name on the page once the page is parsed.
+  function start(name, setUp) {
+    function run() {
+      document.querySelectorAll('.instrument-body[data-instrument="' + name + '"]').forEach(setUp);
+    }
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", run);
+    } else {
+      run();
+    }
+  }
+
   window.attentionInstruments = window.attentionInstruments || {};
   window.attentionInstruments.core = {
     generator: generator,
@@ -138,6 +175,8 @@
     format: format,
     svg: svg,
     field: field,
+    seedField: seedField,
+    start: start,
     range: range,
   };
 })();

@@ -67,19 +67,8 @@
     var heads = core.field(id + "-h", "Heads H (divisors of D)", headSelect);
     heads.output.remove();
     var length = core.field(id + "-t", "Tokens T =", core.range(2, 12, 1, config.length));
-    var seedInput = document.createElement("input");
-    seedInput.type = "number";
-    seedInput.min = "0";
-    seedInput.max = "4294967295";
-    seedInput.step = "1";
-    seedInput.value = String(config.seed);
-    var seed = core.field(id + "-seed", "Seed", seedInput);
-    seed.output.remove();
-    var resample = document.createElement("button");
-    resample.type = "button";
-    resample.className = "instrument-button";
-    resample.textContent = "Resample";
-    seed.wrap.append(resample);
+    var seed = core.seedField(id + "-seed", config.seed, function () { update(); });
+    var seedInput = seed.input;
     controls.append(width.wrap, heads.wrap, length.wrap, seed.wrap);
 
     var splitCaption = document.createElement("p");
@@ -235,20 +224,8 @@
     });
     headSelect.addEventListener("change", update);
     chooser.addEventListener("change", function () { drawTable(state, Number(chooser.value)); });
-    resample.addEventListener("click", function () {
-      var s = Number(seedInput.value);
-      seedInput.value = String(Number.isInteger(s) && s >= 0 ? (s + 1) % 4294967296 : 0);
-      update();
-    });
     update();
   }
 
-  function start() {
-    document.querySelectorAll('.instrument-body[data-instrument="heads"]').forEach(setUp);
-  }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
-    start();
-  }
+  core.start("heads", setUp);
 })();

@@ -163,19 +163,8 @@
     }
     var padding = checkbox("padding", "Padding mask", config.padding);
     var causal = checkbox("causal", "Causal mask", config.causal);
-    var seedInput = document.createElement("input");
-    seedInput.type = "number";
-    seedInput.min = "0";
-    seedInput.max = "4294967295";
-    seedInput.step = "1";
-    seedInput.value = String(config.seed);
-    var seed = core.field(id + "-seed", "Seed", seedInput);
-    seed.output.remove();
-    var resample = document.createElement("button");
-    resample.type = "button";
-    resample.className = "instrument-button";
-    resample.textContent = "Resample";
-    seed.wrap.append(resample);
+    var seed = core.seedField(id + "-seed", config.seed, function () { update(); });
+    var seedInput = seed.input;
     var checks = document.createElement("div");
     checks.className = "instrument-field";
     checks.append(padding.wrap, causal.wrap);
@@ -226,20 +215,8 @@
     [sideSelect, fillSelect, padding.input, causal.input].forEach(function (el) {
       el.addEventListener("change", update);
     });
-    resample.addEventListener("click", function () {
-      var s = Number(seedInput.value);
-      seedInput.value = String(Number.isInteger(s) && s >= 0 ? (s + 1) % 4294967296 : 0);
-      update();
-    });
     update();
   }
 
-  function start() {
-    document.querySelectorAll('.instrument-body[data-instrument="masks"]').forEach(setUp);
-  }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
-    start();
-  }
+  core.start("masks", setUp);
 })();

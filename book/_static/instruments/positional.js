@@ -255,12 +255,5 @@
     }
   }
 
-  function start() {
-    document.querySelectorAll('.instrument-body[data-instrument="positional"]').forEach(setUp);
-  }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
-    start();
-  }
+  core.start("positional", setUp);
 })();

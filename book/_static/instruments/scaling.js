@@ -97,20 +97,8 @@
     var keys = core.field(id + "-keys", "Keys T_k =", core.range(2, 32, 1, config.numKeys));
     var tau = core.field(id + "-tau", "Temperature \u03c4 =",
       core.range(-2, 5, 0.25, config.logTemperature));
-    var seedInput = document.createElement("input");
-    seedInput.type = "number";
-    seedInput.min = "0";
-    seedInput.max = "4294967295";
-    seedInput.step = "1";
-    seedInput.value = String(config.seed);
-    seedInput.inputMode = "numeric";
-    var seed = core.field(id + "-seed", "Seed", seedInput);
-    seed.output.remove();
-    var resample = document.createElement("button");
-    resample.type = "button";
-    resample.className = "instrument-button";
-    resample.textContent = "Resample";
-    seed.wrap.append(resample);
+    var seed = core.seedField(id + "-seed", config.seed, function () { update(); });
+    var seedInput = seed.input;
     controls.append(dK.wrap, keys.wrap, tau.wrap, seed.wrap);
 
     var plot = core.svg("svg", { viewBox: "0 0 600 " + H, role: "img",
@@ -206,11 +194,6 @@
     [dK.input, keys.input, tau.input, seedInput].forEach(function (input) {
       input.addEventListener("input", update);
     });
-    resample.addEventListener("click", function () {
-      var s = Number(seedInput.value);
-      seedInput.value = String(Number.isInteger(s) && s >= 0 ? (s + 1) % 4294967296 : 0);
-      update();
-    });
     update();
     // Redrawn at its new width when the page's column changes (a phone turned, a window resized).
     var shownWidth = plot.getBoundingClientRect().width;
@@ -225,12 +208,5 @@
     }
   }
 
-  function start() {
-    document.querySelectorAll('.instrument-body[data-instrument="scaling"]').forEach(setUp);
-  }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", start);
-  } else {
-    start();
-  }
+  core.start("scaling", setUp);
 })();
