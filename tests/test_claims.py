@@ -1,0 +1,130 @@
+"""Three numeric claims of the book, measured here independently of the pages that make them.
+
+The pages assert these claims on their own inputs; these tests re-measure them another way, so
+a claim that only held for a page's particular inputs or formula would fail here too:
+
+- chapter 06: with neither residual nor LayerNorm, the gradient reaching a deep stack's first
+  layer shrinks geometrically; it underflows to exactly 0 in float32 but is tiny and nonzero in
+  float64;
+- chapter 09: MiniLM's layer 3, head 11 (the head the ``[SEP]`` measure picks) is a
+  punctuation head: on probes other than the page's, its word tokens put more weight on the
+  final full stop than on ``[SEP]``, and its ``[SEP]`` share grows when the full stop is removed;
+- chapter 11: with d_ff = 4D, a whole block's attention products (QKᵀ and AV) cost as much as
+  all its linear maps at T = 6D (2,304 tokens for MiniLM), counted by PyTorch's
+  ``FlopCounterMode`` on ``transformers``' own ``BertLayer`` rather than by the page's formula.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from attention_lab.layers import EncoderLayer
+from attention_lab.pretrained import load_minilm
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _neither_gradients(depth: int, dtype: torch.dtype, seed: int = 0) -> list[float]:
+    """RMS gradient at each layer's input of a stack with no residual and no LayerNorm.
+
+    Each layer is x <- FeedForward(SelfAttention(x)), built from the library's EncoderLayer's
+    own sub-modules; the loss is the output's projection on a fixed random direction.
+    """
+    torch.manual_seed(seed)
+    layers = [EncoderLayer(64, 4, d_ff=256, dropout=0.0).to(dtype).eval() for _ in range(depth)]
+    h = torch.randn(4, 16, 64).to(dtype).requires_grad_(True)  # the same draw in both dtypes
+    inputs = [h]
+    for layer in layers:
+        h = layer.feed_forward(layer.self_attn(h)[0])
+        h.retain_grad()
+        inputs.append(h)
+    direction = torch.randn(h.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+    loss = (direction * h).sum() / math.sqrt(h.numel())
+    loss.backward()
+    return [t.grad.pow(2).mean().sqrt().item() for t in inputs[:-1]]
+
+
+def test_neither_stack_gradient_vanishes_geometrically_and_underflows_only_in_float32():
+    float64 = _neither_gradients(24, torch.float64)
+    float32 = _neither_gradients(24, torch.float32)
+    # float64: nonzero all the way down, but far below anything an optimiser could use.
+    assert all(g > 0 for g in float64)
+    assert float64[0] < 1e-20
+    # Geometric: every layer shrinks it by a factor of the same order (no single cliff).
+    factors = [float64[i + 1] / float64[i] for i in range(len(float64) - 1)]
+    assert min(factors) > 2 and max(factors) < 20 * min(factors)
+    # float32: the same stack's gradient at layer 0 underflows to exactly zero,
+    # while near the top, where it is still large, the two precisions agree.
+    assert float32[0] == 0.0
+    assert math.isclose(float32[-1], float64[-1], rel_tol=1e-3)
+
+
+# Probes unlike the page's: different words, lengths and subjects, each ending in a full stop.
+PROBES = [
+    "Rain fell on the quiet harbour all night.",
+    "She packed three books and a torch for the trip.",
+    "The committee postponed its vote until next spring.",
+    "Old maps rarely show the roads we drive today.",
+    "My brother repaired the bicycle with borrowed tools.",
+    "Bright lanterns hung above the crowded market square.",
+    "Engineers tested the bridge before it opened to traffic.",
+    "A small bird sang from the top of the chimney.",
+]
+HEAD = (3, 11)
+
+
+def _shares(sentence: str) -> tuple[float, float]:
+    """Head HEAD's word tokens' mean weight on the last real token and on [SEP]."""
+    tokenizer, model = load_minilm()
+    encoded = tokenizer(sentence, return_tensors="pt")
+    with torch.no_grad():
+        attentions = model(**encoded, output_attentions=True).attentions
+    rows = attentions[HEAD[0]][0, HEAD[1], 1:-1]  # [T - 2, T]: word tokens as queries
+    return rows[:, -2].mean().item(), rows[:, -1].mean().item()
+
+
+def test_minilm_sep_measure_head_is_a_punctuation_head():
+    with_stop = [_shares(text) for text in PROBES]
+    without_stop = [_shares(text.removesuffix(".")) for text in PROBES]
+    on_stop = sum(s for s, _ in with_stop) / len(PROBES)
+    on_sep = sum(s for _, s in with_stop) / len(PROBES)
+    on_sep_no_stop = sum(s for _, s in without_stop) / len(PROBES)
+    # The page's numbers on its own probes: about 0.39 on ".", 0.14 on [SEP], 0.24 without ".".
+    assert on_stop > 2 * on_sep
+    assert all(stop > sep for stop, sep in with_stop)  # per sentence, not only on average
+    assert on_sep_no_stop > 1.5 * on_sep
+
+
+def _bert_layer_flops(length: int) -> tuple[int, int]:
+    """(linear-map FLOPs, attention-product FLOPs) of one MiniLM BertLayer on `length` tokens."""
+    from transformers.models.bert.modeling_bert import BertLayer
+
+    _, model = load_minilm()
+    config = model.config
+    assert config.intermediate_size == 4 * config.hidden_size  # d_ff = 4D
+    layer = BertLayer(config).eval()  # its own random weights: FLOPs do not depend on them
+    hidden = torch.zeros(1, length, config.hidden_size)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        layer(hidden)
+    by_op = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    linear = sum(n for op, n in by_op.items() if op in ("aten.addmm", "aten.mm"))
+    products = sum(n for op, n in by_op.items() if op == "aten.bmm")
+    assert linear + products == counter.get_total_flops()  # nothing else was counted
+    return linear, products
+
+
+def test_block_crossover_with_feed_forward_is_six_d_for_minilm():
+    _, model = load_minilm()
+    width = model.config.hidden_size  # D = 384
+    crossover = 6 * width  # 2,304
+    below, at, above = (_bert_layer_flops(t) for t in (crossover - 1, crossover, crossover + 1))
+    assert below[1] < below[0]
+    assert at[1] == at[0]
+    assert above[1] > above[0]
+    # Not 2D: there the products equal only the four projections, a third of the linear maps.
+    linear, products = _bert_layer_flops(2 * width)
+    assert products * 3 == linear
