@@ -454,6 +454,7 @@ def _intro(page: Page, kind: str) -> str:
         "chapter": f"chapter {info['number']}" if info["number"] else "a chapter",
         "lab": "a lab",
         "practice": "a practice page",
+        "appendix": "the appendix",
     }[kind]
     book = f"[{page.index['title']}]({page.href('book/intro')})"
     how = f"[How to use this book]({page.href('book/how_to_use')})"
@@ -483,7 +484,7 @@ def _references(page: Page) -> str | None:
 
 def _kind(docname: str) -> str:
     part = PurePosixPath(docname).parts[1]
-    return {"chapters": "chapter", "labs": "lab"}.get(part, "practice")
+    return {"chapters": "chapter", "labs": "lab", "appendix": "appendix"}.get(part, "practice")
 
 
 def workbook_cells(cells: list, where: str) -> list:
