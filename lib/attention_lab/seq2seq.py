@@ -306,8 +306,13 @@ class Seq2SeqTransformer(nn.Module):
                 f"memory must have shape [B, S, D] with [B, S] = {list(source_ids.shape)}, the "
                 f"shape of source_ids, got {list(memory.shape)}"
             )
+        return self._decode(target_ids, memory, padding_mask(source_ids, self.pad_id))
+
+    def _decode(
+        self, target_ids: torch.Tensor, memory: torch.Tensor, source_keep: torch.Tensor
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        """:meth:`decode` on checked inputs, given the source padding mask ``[B, 1, 1, S]``."""
         length = target_ids.shape[1]
-        source_keep = padding_mask(source_ids, self.pad_id)  # [B, 1, 1, S]
         self_mask = combine_masks(
             causal_mask(length, device=target_ids.device),
             padding_mask(target_ids, self.pad_id),
@@ -344,8 +349,9 @@ class Seq2SeqTransformer(nn.Module):
                 their vocabulary.
         """
         self._check_pair(source_ids, target_ids)
-        memory, encoder_attentions = self.encode(source_ids)  # [B, S, D]
-        logits, cross, decoder = self.decode(target_ids, memory, source_ids)
+        source_keep = padding_mask(source_ids, self.pad_id)  # [B, 1, 1, S]
+        memory, encoder_attentions = self.encoder(source_ids, source_keep)  # [B, S, D]
+        logits, cross, decoder = self._decode(target_ids, memory, source_keep)
         return Seq2SeqOutput(logits, cross, decoder, encoder_attentions)
 
     def _check_pair(self, source_ids: torch.Tensor, target_ids: torch.Tensor) -> None:
@@ -364,10 +370,11 @@ class Seq2SeqTransformer(nn.Module):
 def greedy_decode(model: Seq2SeqTransformer, source_ids: torch.Tensor, steps: int) -> torch.Tensor:
     """Translate by writing one token at a time, each the most likely after the ones before.
 
-    The source is encoded once. At every step the decoder runs over ``bos_id`` and the tokens
-    written so far, and the argmax of the last position's logits is appended. A sentence that
-    has written ``eos_id`` is finished: its later positions are ``pad_id``. The model runs in
-    evaluation mode without gradients and is left in the mode it was in.
+    The source is encoded, and its padding mask built, once. At every step the decoder runs
+    over ``bos_id`` and the tokens written so far, and the argmax of the last position's logits
+    is appended. A sentence that has written ``eos_id`` is finished: its later positions are
+    ``pad_id``. The model runs in evaluation mode without gradients and is left in the mode it
+    was in.
 
     Args:
         model: A :class:`Seq2SeqTransformer`.
@@ -396,12 +403,13 @@ def greedy_decode(model: Seq2SeqTransformer, source_ids: torch.Tensor, steps: in
     model.eval()
     try:
         with torch.no_grad():
-            memory, _ = model.encode(source_ids)  # [B, S, D]
+            source_keep = padding_mask(source_ids, model.pad_id)  # [B, 1, 1, S]
+            memory, _ = model.encoder(source_ids, source_keep)  # [B, S, D]
             batch = source_ids.shape[0]
             written = torch.full((batch, 1), model.bos_id, dtype=torch.long)  # [B, 1]
             finished = torch.zeros(batch, dtype=torch.bool)  # [B]
             for _ in range(steps):
-                logits, _, _ = model.decode(written, memory, source_ids)  # [B, t, V]
+                logits, _, _ = model._decode(written, memory, source_keep)  # [B, t, V]
                 token = logits[:, -1].argmax(dim=-1)  # [B]
                 token = token.masked_fill(finished, model.pad_id)
                 finished |= token == model.eos_id
