@@ -37,7 +37,7 @@ from attention_lab._validation import (
 )
 from attention_lab.efficient import KVCache, decode_step
 from attention_lab.layers import EncoderLayer
-from attention_lab.masks import causal_mask, check_mask
+from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
 
 __all__ = [
@@ -197,14 +197,14 @@ class DecoderLM(nn.Module):
         Raises:
             TypeError: If ``token_ids`` is not an integer tensor or ``mask`` is not bool.
             ValueError: If ``token_ids`` is not 2-D, holds an id outside the vocabulary or is
-                longer than ``max_len``.
+                longer than ``max_len``, or ``mask`` does not broadcast with the causal mask.
         """
         x = self._embed(token_ids, 0)  # [B, T, D]
         if mask is not None:
             check_mask(mask)
         if self.config.causal:
             causal = causal_mask(token_ids.shape[1], device=token_ids.device)  # [T, T]
-            mask = causal if mask is None else causal & mask  # [.., T, T]
+            mask = causal if mask is None else combine_masks(causal, mask)  # [.., T, T]
         attentions = []
         for layer in self.layers:
             x, weights = layer(x, mask)
