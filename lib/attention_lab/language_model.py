@@ -22,7 +22,6 @@ from a ``torch.Generator`` seeded by the caller.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import torch
 from torch import nn
@@ -36,7 +35,7 @@ from attention_lab._validation import (
     check_token_ids,
 )
 from attention_lab.efficient import KVCache, decode_step
-from attention_lab.layers import EncoderLayer
+from attention_lab.layers import EncoderLayer, embed_tokens, token_embedding
 from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
 
@@ -144,9 +143,7 @@ class DecoderLM(nn.Module):
         if not isinstance(config, DecoderConfig):
             raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         self.config = config
-        self.embedding = nn.Embedding(config.vocab_size, config.d_model)
-        # Tokens and positions enter at the same scale (see TransformerEncoder).
-        nn.init.normal_(self.embedding.weight, mean=0.0, std=config.d_model**-0.5)
+        self.embedding = token_embedding(config.vocab_size, config.d_model)
         self.register_buffer(
             "position_encoding",
             sinusoidal_encoding(config.max_len, config.d_model),  # [max_len, D]
@@ -176,7 +173,7 @@ class DecoderLM(nn.Module):
             raise ValueError(
                 f"the model reads at most max_len={self.config.max_len} positions, got {end}"
             )
-        tokens = self.embedding(token_ids) * math.sqrt(self.config.d_model)  # [B, T, D]
+        tokens = embed_tokens(self.embedding, token_ids)  # [B, T, D], embeddings × sqrt(D)
         return self.dropout(tokens + self.position_encoding[start:end])  # [B, T, D]
 
     def forward(

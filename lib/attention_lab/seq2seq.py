@@ -20,7 +20,6 @@ Train it with :func:`attention_lab.training.train`, passing the inputs as a pair
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -28,7 +27,7 @@ import torch
 from torch import nn
 
 from attention_lab._validation import check_id_range, check_int, check_token_ids
-from attention_lab.layers import DecoderLayer, TransformerEncoder
+from attention_lab.layers import DecoderLayer, TransformerEncoder, embed_tokens, token_embedding
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
 from attention_lab.positional import SinusoidalPositionalEncoding
 
@@ -241,9 +240,7 @@ class Seq2SeqTransformer(nn.Module):
             activation=activation,
             norm_first=norm_first,
         )
-        self.embedding = nn.Embedding(target_vocab_size, d_model)
-        # The scale of TransformerEncoder's embedding: tokens and positions enter alike.
-        nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
+        self.embedding = token_embedding(target_vocab_size, d_model)
         self.positional = SinusoidalPositionalEncoding(d_model, max_len, dropout=dropout)
         self.layers = nn.ModuleList(
             DecoderLayer(
@@ -317,7 +314,7 @@ class Seq2SeqTransformer(nn.Module):
             causal_mask(length, device=target_ids.device),
             padding_mask(target_ids, self.pad_id),
         )  # [B, 1, T, T]
-        x = self.embedding(target_ids) * math.sqrt(self.d_model)  # [B, T, D]
+        x = embed_tokens(self.embedding, target_ids)  # [B, T, D], embeddings × sqrt(D)
         x = self.positional(x)  # [B, T, D]
         cross_attentions, decoder_attentions = [], []
         for layer in self.layers:
