@@ -25,16 +25,16 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 from pathlib import Path
 
 from accessibility import EXPLORERS, _explorer_texts
 from docutils import nodes
+from offline_assets import STATIC, copy_static
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-CODE = Path(__file__).resolve().parents[1] / "_static" / "instruments"
+CODE = STATIC / "instruments"
 # Each instrument's settings when the page opens (the reader changes them).
 DEFAULTS = {
     # ch02: d_k = 2**logDk, T_k keys, temperature 2**logTemperature, the generator's seed.
@@ -106,13 +106,8 @@ def _link_code(app: Sphinx, pagename, templatename, context, doctree) -> None:
 
 
 def _copy_code(app: Sphinx, exception: Exception | None) -> None:
-    # Sphinx copies the static folder only when a page was written: copy the code every time.
-    if exception is not None or app.builder.format != "html":
-        return
-    target = Path(app.outdir) / "_static" / "instruments"
-    target.mkdir(parents=True, exist_ok=True)
-    for code in CODE.iterdir():
-        shutil.copy2(code, target / code.name)
+    if exception is None and app.builder.format == "html":
+        copy_static(app, "instruments")
 
 
 def setup(app: Sphinx) -> dict:

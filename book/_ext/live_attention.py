@@ -53,7 +53,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 sys.path.insert(0, str(Path(__file__).parent))
-from offline_assets import npm_package  # noqa: E402 - a sibling extension, not a package
+from offline_assets import copy_static, npm_package  # noqa: E402 - a sibling extension, not a package
 
 logger = logging.getLogger(__name__)
 
@@ -281,9 +281,7 @@ def _copy_downloads(app: Sphinx, exception: Exception | None) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file() or target.stat().st_size != src.stat().st_size:
             shutil.copy2(src, target)
-    # The browser code too: Sphinx copies the static folder only when a page was written.
-    for code in (Path(__file__).parents[1] / "_static" / "live").iterdir():
-        shutil.copy2(code, static / "live" / code.name)
+    copy_static(app, "live")  # the browser code
     for package, folder in ((ORT_PACKAGE, "onnxruntime-web"), (TOKENIZERS_PACKAGE, "tokenizers")):
         source, version = npm_package(app, package)
         notice = static / "vendor" / folder / "LICENSE"
