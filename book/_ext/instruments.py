@@ -11,7 +11,8 @@ the instrument's name (e.g. ``scaling``). It writes
   the text alternative stays);
 
 and links the browser code, ``book/_static/instruments/`` (``instruments.css``, ``core.js`` and
-``<name>.js``), from the pages that hold an instrument, and no other. The code is plain
+``<name>.js``) and the buttons' ``book/_static/controls/button.css``, from the pages that hold an
+instrument, and no other. The code is plain
 JavaScript computing in float64 on typed arrays; nothing is fetched. Its random inputs come from
 a seeded generator described in ``core.js``, which ``tests/test_browser_instruments.py``
 reproduces in Python to compare the page's numbers with ``attention_lab``'s.
@@ -99,6 +100,7 @@ class Instrument(SphinxDirective):
 def _link_code(app: Sphinx, pagename, templatename, context, doctree) -> None:
     names = sorted(set(_BODY.findall(context.get("body", ""))))
     if names:
+        app.builder.add_css_file("controls/button.css")
         app.builder.add_css_file("instruments/instruments.css")
         app.builder.add_js_file("instruments/core.js", priority=600)
         for name in names:
@@ -107,7 +109,7 @@ def _link_code(app: Sphinx, pagename, templatename, context, doctree) -> None:
 
 def _copy_code(app: Sphinx, exception: Exception | None) -> None:
     if exception is None and app.builder.format == "html":
-        copy_static(app, "instruments")
+        copy_static(app, "instruments", "controls")
 
 
 def setup(app: Sphinx) -> dict:
