@@ -28,7 +28,7 @@ import json
 import re
 from pathlib import Path
 
-from accessibility import EXPLORERS, _explorer_texts
+from accessibility import EXPLORERS, _explorer_texts, interactive_figure
 from docutils import nodes
 from offline_assets import STATIC, copy_static
 from sphinx.application import Sphinx
@@ -60,22 +60,13 @@ _BODY = re.compile(r'data-instrument="([a-z][a-z0-9-]*)"')
 
 def figure(name: str, entry: dict, config: dict) -> str:
     """The instrument's figure: its (empty) body, caption and text alternative."""
-    figure_id = f"instrument-{name}"
-    caption, text = f"{figure_id}-caption", f"{figure_id}-text"
-    return (
-        f'<figure class="explorer instrument" id="{figure_id}" aria-labelledby="{caption}" '
-        f'aria-describedby="{text}">\n'
+    body = (
         f'<div class="instrument-body" data-instrument="{name}" '
         f'data-config="{html.escape(json.dumps(config))}">\n'
         "<p>This instrument computes in your browser, with JavaScript, which is turned off here; "
-        "the text description below says what it shows.</p>\n</div>\n"
-        f'<figcaption id="{caption}"><span class="explorer-label">Interactive instrument.</span> '
-        f"{html.escape(entry['caption'])}</figcaption>\n"
-        '<details class="explorer-text"><summary>Text description of the instrument</summary>\n'
-        f'<div id="{text}"><p>{html.escape(entry["shows"])}</p>\n'
-        f"<p><strong>How to use it:</strong> {html.escape(entry['operate'])}</p></div>\n"
-        "</details>\n</figure>\n"
+        "the text description below says what it shows.</p>\n</div>"
     )
+    return interactive_figure(f"instrument-{name}", body, entry, "instrument", figure_id=True)
 
 
 class Instrument(SphinxDirective):
