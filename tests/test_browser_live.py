@@ -211,10 +211,63 @@ def test_a_text_over_512_tokens_is_truncated_with_a_message(live):
     assert state["shape"] == [6, 12, 512, 512]
     assert state["ids"] == ids
     assert state["truncatedFrom"] == 602
-    assert "at most 512" in state["message"]
+    assert "at most 512, so the last 90 tokens were left out" in state["message"]
     got = np.asarray(state["attentions"], dtype=np.float32).reshape(len(heads), 512, 512)
     expected = weights.reshape(72, 512, 512)[list(heads)]
     assert np.abs(got - expected).max() <= ATOL_ATTENTION
+
+
+def test_a_second_sentence_over_512_tokens_says_how_many_tokens_were_left_out(live):
+    live.type("Dog bites man.")
+    live.tab.check("#live-compare")
+    note = live.tab.locator("#live-attention .live-compare-input .live-note")
+    text = "attention " * 700  # 702 tokens with [CLS] and [SEP]
+    live.tab.fill("#live-text-b", text)
+    live.tab.wait_for_function(
+        "(text) => window.liveAttention.second?.sentence === text", arg=text, timeout=60_000
+    )
+    assert live.tab.evaluate("() => window.liveAttention.second.truncatedFrom") == 702
+    assert live.tab.evaluate("() => window.liveAttention.second.ids.length") == 512
+    assert note.is_visible()
+    assert "702 tokens" in note.text_content()
+    assert "the last 190 tokens were left out" in note.text_content()
+    assert live.tab.evaluate("() => window.liveAttention.truncatedFrom") is None  # the first: not
+    live.tab.fill("#live-text-b", "Man bites dog.")
+    live.tab.wait_for_function("() => window.liveAttention.second?.sentence === 'Man bites dog.'")
+    assert note.is_hidden()
+    live.tab.uncheck("#live-compare")
+    live.tab.wait_for_function("() => window.liveAttention.second === null")
+
+
+def test_the_maps_are_drawn_again_when_the_window_is_resized(live):
+    # Twelve tokens: at 1280 px the map's cells are at their largest (36 px), wider than a
+    # phone's column; at 390 px they must shrink to fit the box.
+    live.type("The cat sat on the mat because it was tired.")
+    live.tab.check("#live-compare")
+    live.tab.fill("#live-text-b", "The dog sat on the rug because it was tired.")
+    live.tab.wait_for_function("() => window.liveAttention.difference !== null")
+    # [box width, drawn map width] of every map shown.
+    widths = """() => Array.from(document.querySelectorAll('#live-attention .live-large'))
+        .filter((box) => box.offsetParent !== null)
+        .map((box) => [box.clientWidth, box.firstChild.getBoundingClientRect().width])"""
+    wide = live.tab.evaluate(widths)
+    assert len(wide) == 3  # the head, the second sentence, the difference
+    try:
+        live.tab.set_viewport_size({"width": 390, "height": 844})
+        live.tab.wait_for_function(
+            f"() => ({widths})().every(([box, canvas]) => canvas <= box)", timeout=10_000
+        )
+        narrow = live.tab.evaluate(widths)
+        assert all(canvas < 390 for _, canvas in narrow), narrow
+        assert all(n[1] < w[1] for n, w in zip(narrow, wide, strict=True)), (narrow, wide)
+        live.tab.set_viewport_size({"width": 1280, "height": 900})
+        live.tab.wait_for_function(
+            f"(wide) => JSON.stringify(({widths})()) === JSON.stringify(wide)", arg=wide
+        )
+    finally:
+        live.tab.set_viewport_size({"width": 1280, "height": 900})
+        live.tab.uncheck("#live-compare")
+        live.tab.wait_for_function("() => window.liveAttention.second === null")
 
 
 def test_the_grid_and_the_switch_work_from_the_keyboard(live):

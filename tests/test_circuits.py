@@ -343,6 +343,12 @@ def test_model_rejects_bad_arguments(kwargs, error, match):
         (torch.full((1, 4), 7), {}, ValueError, "V=7"),
         (torch.zeros(1, 11, dtype=torch.long), {}, ValueError, "max_len"),
         (torch.zeros(1, 4, dtype=torch.long), dict(mask=torch.ones(4, 4)), TypeError, "bool"),
+        (
+            torch.zeros(1, 4, dtype=torch.long),
+            dict(mask=torch.ones(1, 1, 1, 5, dtype=torch.bool)),
+            ValueError,
+            r"broadcast.*\[4, 4\], \[1, 1, 1, 5\]",
+        ),
         (torch.zeros(1, 4, dtype=torch.long), dict(ablate=[(0, 0)]), TypeError, "mapping"),
         (torch.zeros(1, 4, dtype=torch.long), dict(ablate={0: None}), TypeError, "pairs"),
         (torch.zeros(1, 4, dtype=torch.long), dict(ablate={(2, 0): None}), ValueError, "layer 2"),

@@ -366,6 +366,8 @@ def test_forward_errors():
         model(random_ids(1, 13))
     with pytest.raises(TypeError, match="bool"):
         model(random_ids(1, 3), torch.ones(1, 1, 1, 3))
+    with pytest.raises(ValueError, match=r"broadcast.*\[3, 3\], \[1, 1, 1, 4\]"):
+        model(random_ids(1, 3), torch.ones(1, 1, 1, 4, dtype=torch.bool))
 
 
 def test_generate_and_decode_errors():

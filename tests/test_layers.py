@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
-from attention_lab.layers import DecoderLayer, EncoderLayer, FeedForward, TransformerEncoder
+from attention_lab.layers import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    TransformerEncoder,
+    embed_tokens,
+    token_embedding,
+)
 from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.positional import sinusoidal_encoding
 from conftest import random_inputs
@@ -322,3 +329,15 @@ def test_layers_reject_bad_inputs():
     decoder = DecoderLayer(8, 2, 16)
     with pytest.raises(ValueError, match="memory"):
         decoder(torch.randn(2, 3, 8), torch.randn(2, 4, 6))
+
+
+def test_token_embedding_draws_entries_of_size_one_over_sqrt_d_and_checks_its_arguments():
+    torch.manual_seed(0)
+    embedding = token_embedding(2000, 64)
+    assert abs(embedding.weight.std().item() - 64**-0.5) < 0.01
+    ids = torch.tensor([[3, 1999, 0]])
+    torch.testing.assert_close(embed_tokens(embedding, ids), embedding.weight[ids] * 8.0)
+    with pytest.raises(ValueError, match="d_model"):
+        token_embedding(10, 0)
+    with pytest.raises(TypeError, match="vocab_size"):
+        token_embedding(10.0, 4)

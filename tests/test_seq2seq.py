@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from attention_lab._validation import check_token_ids
 from attention_lab.layers import DecoderLayer, EncoderLayer
-from attention_lab.masks import causal_mask
+from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.seq2seq import (
     Seq2SeqOutput,
     Seq2SeqTransformer,
@@ -225,6 +226,27 @@ def test_greedy_decode_restores_the_mode_and_checks_arguments():
         greedy_decode(model, torch.tensor([[3, 4]]), 0)
     with pytest.raises(TypeError, match="source_ids"):
         greedy_decode(model, torch.tensor([[3.0, 4.0]]), 2)
+
+
+def test_greedy_decode_checks_the_source_and_builds_its_mask_once(monkeypatch):
+    from attention_lab import seq2seq
+
+    built, checked = [], []
+    monkeypatch.setattr(
+        seq2seq,
+        "padding_mask",
+        lambda ids, pad_id=0: built.append(ids) or padding_mask(ids, pad_id),
+    )
+    monkeypatch.setattr(
+        seq2seq,
+        "check_token_ids",
+        lambda ids, name, **kw: checked.append(name) or check_token_ids(ids, name, **kw),
+    )
+    source = torch.tensor([[3, 4, 5, 0], [6, 1, 0, 0]])
+    written = greedy_decode(tiny_model(), source, steps=6)
+    assert written.shape == (2, 6)
+    assert sum(ids is source for ids in built) == 1  # the target's own mask is rebuilt per step
+    assert checked.count("source_ids") == 1
 
 
 # Against PyTorch's nn.Transformer

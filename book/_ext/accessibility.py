@@ -63,18 +63,30 @@ def _explorer_texts(app: Sphinx) -> dict:
     return texts
 
 
-def explorer_figure(div_id: str, fragment: str, entry: dict) -> str:
-    """``fragment`` (a plotly figure's HTML) inside a ``<figure>`` with its caption and text."""
-    caption, text = f"{div_id}-caption", f"{div_id}-text"
+KEYBOARD_NOTE = " From the keyboard, the menus under the figure do the same as its controls."
+
+
+def interactive_figure(
+    key: str, body: str, entry: dict, kind: str, *, figure_id: bool = False, note: str = ""
+) -> str:
+    """``body`` inside a ``<figure>`` with the caption and text alternative of ``entry``.
+
+    ``entry`` is ``book/explorers.yml``'s entry ``key``; ``kind`` is ``"explorer"`` (``body`` is
+    a plotly figure, whose div carries the id ``key``) or ``"instrument"`` (``figure_id=True``:
+    the figure carries it). ``note`` follows the text saying how to use it.
+    """
+    caption, text = f"{key}-caption", f"{key}-text"
+    classes = "explorer" if kind == "explorer" else f"explorer {kind}"
+    own_id = f' id="{key}"' if figure_id else ""
     return (
-        f'<figure class="explorer" aria-labelledby="{caption}" aria-describedby="{text}">\n'
-        f"{fragment}\n"
-        f'<figcaption id="{caption}"><span class="explorer-label">Interactive explorer.</span> '
+        f'<figure class="{classes}"{own_id} aria-labelledby="{caption}" '
+        f'aria-describedby="{text}">\n'
+        f"{body}\n"
+        f'<figcaption id="{caption}"><span class="explorer-label">Interactive {kind}.</span> '
         f"{escape(entry['caption'])}</figcaption>\n"
-        '<details class="explorer-text"><summary>Text description of the explorer</summary>\n'
+        f'<details class="explorer-text"><summary>Text description of the {kind}</summary>\n'
         f'<div id="{text}"><p>{escape(entry["shows"])}</p>\n'
-        f"<p><strong>How to use it:</strong> {escape(entry['operate'])} From the keyboard, "
-        "the menus under the figure do the same as its controls.</p></div>\n"
+        f"<p><strong>How to use it:</strong> {escape(entry['operate'])}{note}</p></div>\n"
         "</details>\n</figure>\n"
     )
 
@@ -98,7 +110,8 @@ def _caption_explorers(app: Sphinx, doctree: nodes.document, docname: str) -> No
                 f"{docname}: the explorer {div_id!r} has no caption and text alternative in "
                 f"{EXPLORERS}"
             )
-        raw.replace_self(nodes.raw("", explorer_figure(div_id, html, texts[div_id]), format="html"))
+        markup = interactive_figure(div_id, html, texts[div_id], "explorer", note=KEYBOARD_NOTE)
+        raw.replace_self(nodes.raw("", markup, format="html"))
 
 
 def setup(app: Sphinx) -> dict:

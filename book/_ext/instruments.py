@@ -11,7 +11,8 @@ the instrument's name (e.g. ``scaling``). It writes
   the text alternative stays);
 
 and links the browser code, ``book/_static/instruments/`` (``instruments.css``, ``core.js`` and
-``<name>.js``), from the pages that hold an instrument, and no other. The code is plain
+``<name>.js``) and the buttons' ``book/_static/controls/button.css``, from the pages that hold an
+instrument, and no other. The code is plain
 JavaScript computing in float64 on typed arrays; nothing is fetched. Its random inputs come from
 a seeded generator described in ``core.js``, which ``tests/test_browser_instruments.py``
 reproduces in Python to compare the page's numbers with ``attention_lab``'s.
@@ -25,16 +26,16 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 from pathlib import Path
 
-from accessibility import EXPLORERS, _explorer_texts
+from accessibility import EXPLORERS, _explorer_texts, interactive_figure
 from docutils import nodes
+from offline_assets import STATIC, copy_static
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-CODE = Path(__file__).resolve().parents[1] / "_static" / "instruments"
+CODE = STATIC / "instruments"
 # Each instrument's settings when the page opens (the reader changes them).
 DEFAULTS = {
     # ch02: d_k = 2**logDk, T_k keys, temperature 2**logTemperature, the generator's seed.
@@ -59,22 +60,13 @@ _BODY = re.compile(r'data-instrument="([a-z][a-z0-9-]*)"')
 
 def figure(name: str, entry: dict, config: dict) -> str:
     """The instrument's figure: its (empty) body, caption and text alternative."""
-    figure_id = f"instrument-{name}"
-    caption, text = f"{figure_id}-caption", f"{figure_id}-text"
-    return (
-        f'<figure class="explorer instrument" id="{figure_id}" aria-labelledby="{caption}" '
-        f'aria-describedby="{text}">\n'
+    body = (
         f'<div class="instrument-body" data-instrument="{name}" '
         f'data-config="{html.escape(json.dumps(config))}">\n'
         "<p>This instrument computes in your browser, with JavaScript, which is turned off here; "
-        "the text description below says what it shows.</p>\n</div>\n"
-        f'<figcaption id="{caption}"><span class="explorer-label">Interactive instrument.</span> '
-        f"{html.escape(entry['caption'])}</figcaption>\n"
-        '<details class="explorer-text"><summary>Text description of the instrument</summary>\n'
-        f'<div id="{text}"><p>{html.escape(entry["shows"])}</p>\n'
-        f"<p><strong>How to use it:</strong> {html.escape(entry['operate'])}</p></div>\n"
-        "</details>\n</figure>\n"
+        "the text description below says what it shows.</p>\n</div>"
     )
+    return interactive_figure(f"instrument-{name}", body, entry, "instrument", figure_id=True)
 
 
 class Instrument(SphinxDirective):
@@ -99,6 +91,7 @@ class Instrument(SphinxDirective):
 def _link_code(app: Sphinx, pagename, templatename, context, doctree) -> None:
     names = sorted(set(_BODY.findall(context.get("body", ""))))
     if names:
+        app.builder.add_css_file("controls/button.css")
         app.builder.add_css_file("instruments/instruments.css")
         app.builder.add_js_file("instruments/core.js", priority=600)
         for name in names:
@@ -106,13 +99,8 @@ def _link_code(app: Sphinx, pagename, templatename, context, doctree) -> None:
 
 
 def _copy_code(app: Sphinx, exception: Exception | None) -> None:
-    # Sphinx copies the static folder only when a page was written: copy the code every time.
-    if exception is not None or app.builder.format != "html":
-        return
-    target = Path(app.outdir) / "_static" / "instruments"
-    target.mkdir(parents=True, exist_ok=True)
-    for code in CODE.iterdir():
-        shutil.copy2(code, target / code.name)
+    if exception is None and app.builder.format == "html":
+        copy_static(app, "instruments", "controls")
 
 
 def setup(app: Sphinx) -> dict:

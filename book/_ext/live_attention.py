@@ -6,7 +6,8 @@ As a Sphinx extension this module
 - gives pages the directive ``live-attention``: the box (a text field and a button that states
   the download size and the weights' precision); nothing of the model loads before that click;
 - links ``_static/live/live_attention.js`` and ``.css`` (the browser code, ``book/_static/live/``)
-  from the pages that hold the box, and no other;
+  and the buttons' ``_static/controls/button.css`` from the pages that hold the box, and no
+  other;
 - copies into the built book, when the build finishes: the ONNX file and the package's
   ``tokenizer.json`` / ``tokenizer_config.json`` to ``_static/live/``, and from npm (pinned in
   ``package.json``) the single-threaded WebAssembly build of ``onnxruntime-web`` and
@@ -53,7 +54,7 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
 sys.path.insert(0, str(Path(__file__).parent))
-from offline_assets import npm_package  # noqa: E402 - a sibling extension, not a package
+from offline_assets import copy_static, npm_package  # noqa: E402 - a sibling extension, not a package
 
 logger = logging.getLogger(__name__)
 
@@ -252,7 +253,7 @@ you type: all 6 layers &times; 12 heads, with no kernel and no network. Loading 
 build, {_mb(runtime)}. Nothing is downloaded until you press the button.</p>
 <label class="live-label" for="live-text">Your sentence</label>
 <textarea id="live-text" class="live-text" rows="2" spellcheck="false">{sentence}</textarea>
-<div class="live-actions"><button type="button" class="live-load">{button}</button>
+<div class="live-actions"><button type="button" class="book-button live-load">{button}</button>
 <progress class="live-progress" max="{total}" value="0" hidden
 aria-label="Download progress"></progress></div>
 <p class="live-status" role="status" aria-live="polite"></p>
@@ -264,6 +265,7 @@ aria-label="Download progress"></progress></div>
 
 def _link_assets(app: Sphinx, pagename, templatename, context, doctree) -> None:
     if 'id="live-attention"' in context.get("body", ""):
+        app.builder.add_css_file("controls/button.css")
         app.builder.add_css_file("live/live_attention.css")
         app.builder.add_js_file("live/live_attention.js", priority=600)
 
@@ -281,9 +283,7 @@ def _copy_downloads(app: Sphinx, exception: Exception | None) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file() or target.stat().st_size != src.stat().st_size:
             shutil.copy2(src, target)
-    # The browser code too: Sphinx copies the static folder only when a page was written.
-    for code in (Path(__file__).parents[1] / "_static" / "live").iterdir():
-        shutil.copy2(code, static / "live" / code.name)
+    copy_static(app, "live", "controls")  # the browser code
     for package, folder in ((ORT_PACKAGE, "onnxruntime-web"), (TOKENIZERS_PACKAGE, "tokenizers")):
         source, version = npm_package(app, package)
         notice = static / "vendor" / folder / "LICENSE"

@@ -37,6 +37,7 @@ from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
 
+STATIC = Path(__file__).resolve().parents[1] / "_static"  # book/_static
 VENDOR = "vendor"
 # The parts of MathJax's es5/ build that pages load: startup.js, then the components that
 # _config.yml's mathjax3_config lists (TeX input, CommonHTML output and its fonts, the assistive
@@ -111,6 +112,20 @@ def npm_package(app: Sphinx, name: str) -> tuple[Path, str]:
             "run `make book` (it runs `npm ci`; Node.js and npm must be installed)"
         )
     return folder, json.loads(manifest.read_text(encoding="utf-8"))["version"]
+
+
+def copy_static(app: Sphinx, *folders: str) -> None:
+    """Copy each ``book/_static/<folder>/`` into the built book's ``_static/<folder>/``.
+
+    For the ``build-finished`` handlers of the extensions whose browser code lives there: Sphinx
+    copies the static folder only when a page was written, and the code must be current after
+    every build.
+    """
+    for folder in folders:
+        target = Path(app.outdir) / "_static" / folder
+        target.mkdir(parents=True, exist_ok=True)
+        for code in (STATIC / folder).iterdir():
+            shutil.copy2(code, target / code.name)
 
 
 def _copy_assets(app: Sphinx, exception: Exception | None) -> None:

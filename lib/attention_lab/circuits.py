@@ -38,7 +38,7 @@ from attention_lab._validation import (
     check_token_ids,
 )
 from attention_lab.attention import MultiHeadAttention
-from attention_lab.masks import causal_mask, check_mask
+from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
 __all__ = [
@@ -223,7 +223,8 @@ class AttentionOnlyTransformer(nn.Module):
             TypeError: If ``token_ids`` is not an integer tensor, ``mask`` is not bool, or
                 ``ablate`` is malformed.
             ValueError: If ``token_ids`` is not 2-D, holds an id outside ``[0, V)`` or is
-                longer than ``max_len``, or ``ablate`` names a head the model lacks.
+                longer than ``max_len``, ``mask`` does not broadcast with the causal mask
+                ``[T, T]``, or ``ablate`` names a head the model lacks.
         """
         check_token_ids(token_ids, "token_ids")
         check_id_range(token_ids, "token_ids", self.vocab_size, "V")
@@ -236,7 +237,7 @@ class AttentionOnlyTransformer(nn.Module):
         allowed = causal_mask(seq_len, device=token_ids.device)  # [T, T]
         if mask is not None:
             check_mask(mask)
-            allowed = allowed & mask  # broadcast to [B, H, T, T]
+            allowed = combine_masks(allowed, mask)  # broadcast to [B, H, T, T]
         x = self.positional(self.embedding(token_ids))  # [B, T, D]
         attentions = []
         for index, layer in enumerate(self.layers):

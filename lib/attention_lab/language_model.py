@@ -22,7 +22,6 @@ from a ``torch.Generator`` seeded by the caller.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import torch
 from torch import nn
@@ -36,8 +35,8 @@ from attention_lab._validation import (
     check_token_ids,
 )
 from attention_lab.efficient import KVCache, decode_step
-from attention_lab.layers import EncoderLayer
-from attention_lab.masks import causal_mask, check_mask
+from attention_lab.layers import EncoderLayer, embed_tokens, token_embedding
+from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
 
 __all__ = [
@@ -144,9 +143,7 @@ class DecoderLM(nn.Module):
         if not isinstance(config, DecoderConfig):
             raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
         self.config = config
-        self.embedding = nn.Embedding(config.vocab_size, config.d_model)
-        # Tokens and positions enter at the same scale (see TransformerEncoder).
-        nn.init.normal_(self.embedding.weight, mean=0.0, std=config.d_model**-0.5)
+        self.embedding = token_embedding(config.vocab_size, config.d_model)
         self.register_buffer(
             "position_encoding",
             sinusoidal_encoding(config.max_len, config.d_model),  # [max_len, D]
@@ -176,7 +173,7 @@ class DecoderLM(nn.Module):
             raise ValueError(
                 f"the model reads at most max_len={self.config.max_len} positions, got {end}"
             )
-        tokens = self.embedding(token_ids) * math.sqrt(self.config.d_model)  # [B, T, D]
+        tokens = embed_tokens(self.embedding, token_ids)  # [B, T, D], embeddings × sqrt(D)
         return self.dropout(tokens + self.position_encoding[start:end])  # [B, T, D]
 
     def forward(
@@ -197,14 +194,14 @@ class DecoderLM(nn.Module):
         Raises:
             TypeError: If ``token_ids`` is not an integer tensor or ``mask`` is not bool.
             ValueError: If ``token_ids`` is not 2-D, holds an id outside the vocabulary or is
-                longer than ``max_len``.
+                longer than ``max_len``, or ``mask`` does not broadcast with the causal mask.
         """
         x = self._embed(token_ids, 0)  # [B, T, D]
         if mask is not None:
             check_mask(mask)
         if self.config.causal:
             causal = causal_mask(token_ids.shape[1], device=token_ids.device)  # [T, T]
-            mask = causal if mask is None else causal & mask  # [.., T, T]
+            mask = causal if mask is None else combine_masks(causal, mask)  # [.., T, T]
         attentions = []
         for layer in self.layers:
             x, weights = layer(x, mask)

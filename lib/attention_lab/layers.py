@@ -33,7 +33,14 @@ from attention_lab._validation import (
 from attention_lab.attention import MultiHeadAttention
 from attention_lab.positional import SinusoidalPositionalEncoding
 
-__all__ = ["DecoderLayer", "EncoderLayer", "FeedForward", "TransformerEncoder"]
+__all__ = [
+    "DecoderLayer",
+    "EncoderLayer",
+    "FeedForward",
+    "TransformerEncoder",
+    "embed_tokens",
+    "token_embedding",
+]
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -394,6 +401,59 @@ class DecoderLayer(nn.Module):
         return layer.train(module.training)
 
 
+def token_embedding(vocab_size: int, d_model: int) -> nn.Embedding:
+    """A token embedding for :func:`embed_tokens`, its entries drawn from ``N(0, 1 / d_model)``.
+
+    :class:`TransformerEncoder`, :class:`~attention_lab.seq2seq.Seq2SeqTransformer` and
+    :class:`~attention_lab.language_model.DecoderLM` embed their tokens with it.
+
+    Args:
+        vocab_size: Number of token ids ``V``, a positive int.
+        d_model: Model width ``D``, a positive int.
+
+    Returns:
+        An ``nn.Embedding`` of ``V`` rows of width ``D``.
+
+    Raises:
+        TypeError: If an argument is not an int.
+        ValueError: If an argument is not positive.
+
+    Example:
+        >>> torch.manual_seed(0) and None
+        >>> embedding = token_embedding(1000, 64)
+        >>> round(embedding.weight.std().item() * 64**0.5, 1)
+        1.0
+    """
+    check_int(vocab_size, "vocab_size")
+    check_int(d_model, "d_model")
+    embedding = nn.Embedding(vocab_size, d_model)
+    # Entries of size 1/sqrt(D), so that after the multiplication by sqrt(D) in embed_tokens the
+    # token part has entries of size about 1, like the positional encoding it is added to.
+    # nn.Embedding's default (size 1) would make it sqrt(D) times larger: the positions
+    # would be drowned, and a post-norm first layer's softmax saturated before training.
+    nn.init.normal_(embedding.weight, mean=0.0, std=d_model**-0.5)
+    return embedding
+
+
+def embed_tokens(embedding: nn.Embedding, token_ids: torch.Tensor) -> torch.Tensor:
+    """Look the tokens up and multiply by √D, as "Attention Is All You Need" does.
+
+    Args:
+        embedding: An ``nn.Embedding`` of width ``D``, e.g. from :func:`token_embedding`.
+        token_ids: Integer ids of any shape, values in ``[0, V)``.
+
+    Returns:
+        The embeddings times ``sqrt(D)``: shape ``[*token_ids.shape, D]``.
+
+    Example:
+        >>> embedding = nn.Embedding(5, 4)
+        >>> ids = torch.tensor([[1, 3]])
+        >>> torch.equal(embed_tokens(embedding, ids), embedding(ids) * 2.0)
+        True
+    """
+    return embedding(token_ids) * math.sqrt(embedding.embedding_dim)
+
+
 class TransformerEncoder(nn.Module):
     """A small Transformer encoder: token embedding × √d_model, plus the sinusoidal positional
     encoding, then ``num_layers`` :class:`EncoderLayer` blocks (and a final LayerNorm when the
@@ -447,12 +507,7 @@ class TransformerEncoder(nn.Module):
         check_int(max_len, "max_len")
         self.vocab_size = vocab_size
         self.d_model = d_model
-        self.embedding = nn.Embedding(vocab_size, d_model)
-        # Entries of size 1/sqrt(D), so that after the multiplication by sqrt(D) the token part
-        # has entries of size about 1, like the positional encoding it is added to.
-        # nn.Embedding's default (size 1) would make it sqrt(D) times larger: the positions
-        # would be drowned, and a post-norm first layer's softmax saturated before training.
-        nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
+        self.embedding = token_embedding(vocab_size, d_model)
         self.positional = SinusoidalPositionalEncoding(d_model, max_len, dropout=dropout)
         self.layers = nn.ModuleList(
             EncoderLayer(
@@ -489,7 +544,7 @@ class TransformerEncoder(nn.Module):
         """
         check_token_ids(token_ids, "token_ids")
         check_id_range(token_ids, "token_ids", self.vocab_size, "vocab_size")
-        x = self.embedding(token_ids) * math.sqrt(self.d_model)  # [B, T, D]
+        x = embed_tokens(self.embedding, token_ids)  # [B, T, D], embeddings × sqrt(D)
         x = self.positional(x)  # [B, T, D]
         attentions = []
         for layer in self.layers:

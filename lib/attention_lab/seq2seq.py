@@ -20,7 +20,6 @@ Train it with :func:`attention_lab.training.train`, passing the inputs as a pair
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
@@ -28,7 +27,7 @@ import torch
 from torch import nn
 
 from attention_lab._validation import check_id_range, check_int, check_token_ids
-from attention_lab.layers import DecoderLayer, TransformerEncoder
+from attention_lab.layers import DecoderLayer, TransformerEncoder, embed_tokens, token_embedding
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
 from attention_lab.positional import SinusoidalPositionalEncoding
 
@@ -241,9 +240,7 @@ class Seq2SeqTransformer(nn.Module):
             activation=activation,
             norm_first=norm_first,
         )
-        self.embedding = nn.Embedding(target_vocab_size, d_model)
-        # The scale of TransformerEncoder's embedding: tokens and positions enter alike.
-        nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
+        self.embedding = token_embedding(target_vocab_size, d_model)
         self.positional = SinusoidalPositionalEncoding(d_model, max_len, dropout=dropout)
         self.layers = nn.ModuleList(
             DecoderLayer(
@@ -306,13 +303,18 @@ class Seq2SeqTransformer(nn.Module):
                 f"memory must have shape [B, S, D] with [B, S] = {list(source_ids.shape)}, the "
                 f"shape of source_ids, got {list(memory.shape)}"
             )
+        return self._decode(target_ids, memory, padding_mask(source_ids, self.pad_id))
+
+    def _decode(
+        self, target_ids: torch.Tensor, memory: torch.Tensor, source_keep: torch.Tensor
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+        """:meth:`decode` on checked inputs, given the source padding mask ``[B, 1, 1, S]``."""
         length = target_ids.shape[1]
-        source_keep = padding_mask(source_ids, self.pad_id)  # [B, 1, 1, S]
         self_mask = combine_masks(
             causal_mask(length, device=target_ids.device),
             padding_mask(target_ids, self.pad_id),
         )  # [B, 1, T, T]
-        x = self.embedding(target_ids) * math.sqrt(self.d_model)  # [B, T, D]
+        x = embed_tokens(self.embedding, target_ids)  # [B, T, D], embeddings × sqrt(D)
         x = self.positional(x)  # [B, T, D]
         cross_attentions, decoder_attentions = [], []
         for layer in self.layers:
@@ -344,8 +346,9 @@ class Seq2SeqTransformer(nn.Module):
                 their vocabulary.
         """
         self._check_pair(source_ids, target_ids)
-        memory, encoder_attentions = self.encode(source_ids)  # [B, S, D]
-        logits, cross, decoder = self.decode(target_ids, memory, source_ids)
+        source_keep = padding_mask(source_ids, self.pad_id)  # [B, 1, 1, S]
+        memory, encoder_attentions = self.encoder(source_ids, source_keep)  # [B, S, D]
+        logits, cross, decoder = self._decode(target_ids, memory, source_keep)
         return Seq2SeqOutput(logits, cross, decoder, encoder_attentions)
 
     def _check_pair(self, source_ids: torch.Tensor, target_ids: torch.Tensor) -> None:
@@ -364,10 +367,11 @@ class Seq2SeqTransformer(nn.Module):
 def greedy_decode(model: Seq2SeqTransformer, source_ids: torch.Tensor, steps: int) -> torch.Tensor:
     """Translate by writing one token at a time, each the most likely after the ones before.
 
-    The source is encoded once. At every step the decoder runs over ``bos_id`` and the tokens
-    written so far, and the argmax of the last position's logits is appended. A sentence that
-    has written ``eos_id`` is finished: its later positions are ``pad_id``. The model runs in
-    evaluation mode without gradients and is left in the mode it was in.
+    The source is encoded, and its padding mask built, once. At every step the decoder runs
+    over ``bos_id`` and the tokens written so far, and the argmax of the last position's logits
+    is appended. A sentence that has written ``eos_id`` is finished: its later positions are
+    ``pad_id``. The model runs in evaluation mode without gradients and is left in the mode it
+    was in.
 
     Args:
         model: A :class:`Seq2SeqTransformer`.
@@ -396,12 +400,13 @@ def greedy_decode(model: Seq2SeqTransformer, source_ids: torch.Tensor, steps: in
     model.eval()
     try:
         with torch.no_grad():
-            memory, _ = model.encode(source_ids)  # [B, S, D]
+            source_keep = padding_mask(source_ids, model.pad_id)  # [B, 1, 1, S]
+            memory, _ = model.encoder(source_ids, source_keep)  # [B, S, D]
             batch = source_ids.shape[0]
             written = torch.full((batch, 1), model.bos_id, dtype=torch.long)  # [B, 1]
             finished = torch.zeros(batch, dtype=torch.bool)  # [B]
             for _ in range(steps):
-                logits, _, _ = model.decode(written, memory, source_ids)  # [B, t, V]
+                logits, _, _ = model._decode(written, memory, source_keep)  # [B, t, V]
                 token = logits[:, -1].argmax(dim=-1)  # [B]
                 token = token.masked_fill(finished, model.pad_id)
                 finished |= token == model.eos_id

@@ -141,7 +141,7 @@
     wrapped.output.remove();
     var button = document.createElement("button");
     button.type = "button";
-    button.className = "instrument-button";
+    button.className = "book-button instrument-button"; // book/_static/controls/button.css
     button.textContent = "Resample";
     wrapped.wrap.append(button);
     button.addEventListener("click", function () {

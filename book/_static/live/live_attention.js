@@ -36,7 +36,7 @@
     runs: 0,
     lastRunMs: null,
     firstMapMs: null,
-    second: null, // the second sentence when comparing: sentence, ids, tokens, attentions
+    second: null, // the second sentence when comparing: sentence, ids, tokens, truncatedFrom, attentions
     difference: null, // second minus first for the chosen head, when both have T tokens
     loadMs: {}, // from the click: download (all files), session (model ready), firstMap
     error: null
@@ -218,6 +218,7 @@
         progress.hidden = true;
         buildViews();
         views.hidden = false;
+        window.addEventListener("resize", onResize);
         // The button disappears: keep keyboard focus in the box, on the sentence.
         if (document.activeElement === button) field.focus();
         button.hidden = true;
@@ -247,6 +248,34 @@
 
   var running = Promise.resolve();
 
+  // The sentence's ids and tokens, cut as Python's truncation=True, max_length=512 cuts them
+  // (the first 510 tokens, then [SEP]); truncatedFrom is the uncut length, or null.
+  function encode(text) {
+    var encoded = tokenizer.encode(text);
+    var ids = encoded.ids;
+    var tokens = encoded.tokens;
+    if (ids.length <= config.maxTokens) return { ids: ids, tokens: tokens, truncatedFrom: null };
+    return {
+      ids: ids.slice(0, config.maxTokens - 1).concat([SEP]),
+      tokens: tokens.slice(0, config.maxTokens - 1).concat(["[SEP]"]),
+      truncatedFrom: ids.length
+    };
+  }
+
+  // What the reader is told when a text was cut: how many tokens were left out.
+  function truncationNote(what, truncatedFrom) {
+    var dropped = truncatedFrom - config.maxTokens;
+    return what + " is " + truncatedFrom + " tokens; the model reads at most " + config.maxTokens +
+      ", so the last " + dropped + (dropped === 1 ? " token was" : " tokens were") +
+      " left out: the first " + (config.maxTokens - 2) + " are shown, between [CLS] and [SEP].";
+  }
+
+  function run(ids) {
+    var T = ids.length;
+    var input = new ort.Tensor("int64", BigInt64Array.from(ids, function (i) { return BigInt(i); }), [1, T]);
+    return session.run({ input_ids: input });
+  }
+
   function compute() {
     running = running.then(computeNow, computeNow).then(computeSecond, computeSecond);
     return running;
@@ -263,19 +292,12 @@
       return Promise.resolve();
     }
     var started = performance.now();
-    var encoded = tokenizer.encode(sentence);
+    var encoded = encode(sentence);
     var ids = encoded.ids;
     var tokens = encoded.tokens;
-    var truncatedFrom = null;
-    if (ids.length > config.maxTokens) {
-      // As Python's truncation=True, max_length=512: the first 510 tokens, then [SEP].
-      truncatedFrom = ids.length;
-      ids = ids.slice(0, config.maxTokens - 1).concat([SEP]);
-      tokens = tokens.slice(0, config.maxTokens - 1).concat(["[SEP]"]);
-    }
+    var truncatedFrom = encoded.truncatedFrom;
     var T = ids.length;
-    var input = new ort.Tensor("int64", BigInt64Array.from(ids, function (i) { return BigInt(i); }), [1, T]);
-    return session.run({ input_ids: input }).then(function (out) {
+    return run(ids).then(function (out) {
       var attentions = out.attentions;
       state.sentence = sentence;
       state.ids = ids;
@@ -290,11 +312,7 @@
       state.lastRunMs = performance.now() - started;
       state.runs += 1;
       say(
-        (truncatedFrom
-          ? "Your text is " + truncatedFrom + " tokens; the model reads at most " +
-            config.maxTokens + ", so the first " + (config.maxTokens - 2) +
-            " are shown, between [CLS] and [SEP]. "
-          : "") +
+        (truncatedFrom ? truncationNote("Your text", truncatedFrom) + " " : "") +
         T + " tokens, 6 layers × 12 heads, computed in " + Math.round(state.lastRunMs) + " ms."
       );
     });
@@ -357,6 +375,8 @@
     var secondField = el("textarea", { id: "live-text-b", className: "live-text", rows: "2", spellcheck: "false" });
     secondField.value = "Man bites dog.";
     var secondLabel = el("label", { for: "live-text-b", className: "live-label", text: "Second sentence" });
+    var secondNote = el("p", { className: "live-note", role: "status" });
+    secondNote.hidden = true;
     var secondCanvas = el("canvas", { className: "live-large-canvas" });
     var secondBox = el("div", { className: "live-large", tabindex: "0", role: "img" }, [secondCanvas]);
     var diffCanvas = el("canvas", { className: "live-large-canvas" });
@@ -368,7 +388,7 @@
       el("p", { className: "live-heading", text: "Difference, position by position" }), diffBox, diffText
     ]);
     compareViews.hidden = true;
-    var compareInput = el("div", { className: "live-compare-input" }, [secondLabel, secondField]);
+    var compareInput = el("div", { className: "live-compare-input" }, [secondLabel, secondField, secondNote]);
     compareInput.hidden = true;
     compareBox.addEventListener("change", function () {
       compareInput.hidden = !compareBox.checked;
@@ -380,6 +400,7 @@
     });
     ui.compareBox = compareBox;
     ui.secondField = secondField;
+    ui.secondNote = secondNote;
     ui.secondCanvas = secondCanvas;
     ui.secondBox = secondBox;
     ui.diffCanvas = diffCanvas;
@@ -552,6 +573,7 @@
     var a = state.attentions;
     var base = (layer * HEADS + head) * T * T;
     var top = perHead ? headMax(layer, head, T) : 1;
+    ui.drawnWidth = ui.largeBox.clientWidth;
     ui.geometry = drawMap(ui.large, ui.largeBox, tokens, function (q, k) {
       return colour(a[base + q * T + k] / top);
     }, selected.query);
@@ -578,6 +600,9 @@
 
   function drawCompare() {
     var b = state.second;
+    var cut = ui.compareBox.checked && b && b.truncatedFrom;
+    ui.secondNote.hidden = !cut;
+    ui.secondNote.textContent = cut ? truncationNote("The second sentence", b.truncatedFrom) : "";
     if (!ui.compareBox.checked || !b || !b.attentions || !state.attentions) {
       ui.compareViews.hidden = true;
       return;
@@ -635,16 +660,15 @@
       drawCompare();
       return Promise.resolve();
     }
-    var ids = tokenizer.encode(text).ids;
-    var tokens = tokenizer.encode(text).tokens;
-    if (ids.length > config.maxTokens) {
-      ids = ids.slice(0, config.maxTokens - 1).concat([SEP]);
-      tokens = tokens.slice(0, config.maxTokens - 1).concat(["[SEP]"]);
-    }
-    var T = ids.length;
-    var input = new ort.Tensor("int64", BigInt64Array.from(ids, function (i) { return BigInt(i); }), [1, T]);
-    return session.run({ input_ids: input }).then(function (out) {
-      state.second = { sentence: text, ids: ids, tokens: tokens, attentions: out.attentions.data };
+    var encoded = encode(text);
+    return run(encoded.ids).then(function (out) {
+      state.second = {
+        sentence: text,
+        ids: encoded.ids,
+        tokens: encoded.tokens,
+        truncatedFrom: encoded.truncatedFrom,
+        attentions: out.attentions.data
+      };
       drawCompare();
     });
   }
@@ -697,6 +721,18 @@
     var w = state.attentions[((selected.layer * HEADS + selected.head) * T + q) * T + k];
     ui.readout.textContent = "query " + q + " (" + state.tokens[q] + ") → key " + k + " (" +
       state.tokens[k] + "): " + w.toFixed(3);
+  }
+
+  // The maps are drawn to the width of their box: draw them again when it changes (a window
+  // resized, a phone turned), once the resizing has paused.
+  var resizing = null;
+
+  function onResize() {
+    clearTimeout(resizing);
+    resizing = setTimeout(function () {
+      if (state.status !== "ready" || !state.attentions || ui.body.hidden) return;
+      if (ui.largeBox.clientWidth !== ui.drawnWidth) drawLarge();
+    }, 150);
   }
 
   // ---- start ---------------------------------------------------------------------------
