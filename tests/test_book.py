@@ -198,6 +198,25 @@ def test_every_explorer_has_a_caption_and_a_text_alternative(html_dir):
     assert found == set(texts), "book/explorers.yml lists exactly the explorers in the book"
 
 
+CAPTION_NUMBER = re.compile(r'<span class="caption-number">Fig\. (\d+)\.(\d+) </span>')
+
+
+def test_explorers_and_instruments_are_numbered_with_the_figures(html_dir):
+    """Each explorer and instrument has a figure number, and a page's numbers run 1, 2, 3 ..."""
+    explorers = 0
+    for page in pages(html_dir):
+        text = page.read_text(encoding="utf-8")
+        for figure in re.findall(r'<figure class="explorer.*?</figure>', text, re.DOTALL):
+            explorers += 1
+            assert CAPTION_NUMBER.search(figure), f"{page.name}: an explorer has no number"
+        numbers = CAPTION_NUMBER.findall(text)
+        if numbers:
+            chapter = {c for c, _ in numbers}
+            assert len(chapter) == 1, f"{page.name}: figures of several chapters {chapter}"
+            assert [int(n) for _, n in numbers] == list(range(1, len(numbers) + 1)), page.name
+    assert explorers >= 6
+
+
 def test_accessible_markup_for_folded_cells_and_citations(html_dir):
     chapter = (html_dir / "notebooks_src/chapters/02_scaled_dot_product_attention.html").read_text()
     assert "<summary>" in chapter and 'aria-label="Toggle hidden content"' not in chapter

@@ -7,9 +7,12 @@
 - Citations (the bibliography): docutils wraps them in ``role="list"`` but gives each entry the
   deprecated ``doc-biblioentry`` role instead of ``listitem``, so the list has no items for
   assistive technology (ARIA requires them). Each entry is a ``listitem`` here.
-- Interactive explorers (plotly figures): each is wrapped in a ``<figure>`` with a caption and a
-  text alternative (what it shows, how to operate it), read from ``book/explorers.yml`` by the
-  figure's ``div_id``. A build fails if an explorer has no entry there.
+- Interactive explorers (plotly figures) and instruments: each is wrapped in a ``<figure>``
+  with a caption and a text alternative (what it shows, how to operate it), read from
+  ``book/explorers.yml`` by the figure's ``div_id``. A build fails if an explorer has no entry
+  there. Both are numbered with the page's figures ("Fig. 3.5"): an ``InteractiveFigure`` node,
+  an enumerable node of type ``figure``, holds each one's place when the page is read, so that
+  Sphinx counts it, and its number goes into the caption when the page is written.
 """
 
 from __future__ import annotations
@@ -66,23 +69,48 @@ def _explorer_texts(app: Sphinx) -> dict:
 KEYBOARD_NOTE = " From the keyboard, the menus under the figure do the same as its controls."
 
 
+class InteractiveFigure(nodes.General, nodes.Element):
+    """The place of an explorer or instrument, numbered by Sphinx like a figure.
+
+    Attributes: ``ids`` (one id, the figure's: the plotly div's id or ``instrument-<name>``),
+    ``key`` (its entry in ``book/explorers.yml``), ``kind`` (``"explorer"`` or
+    ``"instrument"``), ``caption`` (for Sphinx's count and ``numref``) and, for an instrument,
+    ``body`` (its HTML). An explorer's plotly HTML is its child. When the page is written the
+    node becomes the ``<figure>`` of :func:`interactive_figure`.
+    """
+
+
+def _interactive_title(node: InteractiveFigure) -> str:
+    return node["caption"]
+
+
 def interactive_figure(
-    key: str, body: str, entry: dict, kind: str, *, figure_id: bool = False, note: str = ""
+    key: str,
+    body: str,
+    entry: dict,
+    kind: str,
+    *,
+    figure_id: bool = False,
+    note: str = "",
+    number: str | None = None,
 ) -> str:
     """``body`` inside a ``<figure>`` with the caption and text alternative of ``entry``.
 
     ``entry`` is ``book/explorers.yml``'s entry ``key``; ``kind`` is ``"explorer"`` (``body`` is
     a plotly figure, whose div carries the id ``key``) or ``"instrument"`` (``figure_id=True``:
-    the figure carries it). ``note`` follows the text saying how to use it.
+    the figure carries it). ``note`` follows the text saying how to use it; ``number`` (e.g.
+    ``"3.5"``) starts the caption as Sphinx starts a figure's.
     """
     caption, text = f"{key}-caption", f"{key}-text"
     classes = "explorer" if kind == "explorer" else f"explorer {kind}"
     own_id = f' id="{key}"' if figure_id else ""
+    numbered = f'<span class="caption-number">Fig. {number} </span>' if number else ""
     return (
         f'<figure class="{classes}"{own_id} aria-labelledby="{caption}" '
         f'aria-describedby="{text}">\n'
         f"{body}\n"
-        f'<figcaption id="{caption}"><span class="explorer-label">Interactive {kind}.</span> '
+        f'<figcaption id="{caption}">{numbered}'
+        f'<span class="explorer-label">Interactive {kind}.</span> '
         f"{escape(entry['caption'])}</figcaption>\n"
         f'<details class="explorer-text"><summary>Text description of the {kind}</summary>\n'
         f'<div id="{text}"><p>{escape(entry["shows"])}</p>\n'
@@ -91,27 +119,61 @@ def interactive_figure(
     )
 
 
-def _caption_explorers(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    if app.builder.format != "html":
-        return
-    texts = None
+def _entry(app: Sphinx, key: str, docname: str) -> dict:
+    entry = _explorer_texts(app).get(key)
+    if entry is None:
+        raise ExtensionError(
+            f"{docname}: the explorer {key!r} has no caption and text alternative in {EXPLORERS}"
+        )
+    return entry
+
+
+def _place_explorers(app: Sphinx, doctree: nodes.document) -> None:
+    """When a page is read: put each plotly explorer in an InteractiveFigure, to be counted."""
+    docname = app.env.docname
     for raw in list(doctree.findall(nodes.raw)):
-        if "html" not in raw.get("format", "").split():
+        if "html" not in raw.get("format", "").split() or isinstance(raw.parent, InteractiveFigure):
             continue
-        html = raw.astext()
-        found = _PLOTLY_DIV.search(html)
+        found = _PLOTLY_DIV.search(raw.astext())
         if not found:
             continue
-        if texts is None:
-            texts = _explorer_texts(app)
         div_id = found.group(1)
-        if div_id not in texts:
-            raise ExtensionError(
-                f"{docname}: the explorer {div_id!r} has no caption and text alternative in "
-                f"{EXPLORERS}"
-            )
-        markup = interactive_figure(div_id, html, texts[div_id], "explorer", note=KEYBOARD_NOTE)
-        raw.replace_self(nodes.raw("", markup, format="html"))
+        entry = _entry(app, div_id, docname)
+        place = InteractiveFigure(
+            ids=[div_id], key=div_id, kind="explorer", caption=entry["caption"]
+        )
+        raw.replace_self(place)
+        place += raw
+
+
+def _write_interactive_figures(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """When a page is written: each InteractiveFigure becomes its numbered ``<figure>``."""
+    numbers = app.env.toc_fignumbers.get(docname, {}).get("figure", {})
+    for place in list(doctree.findall(InteractiveFigure)):
+        if app.builder.format != "html":
+            place.replace_self(place.children)
+            continue
+        key, kind = place["key"], place["kind"]
+        found = numbers.get(place["ids"][0])
+        number = ".".join(map(str, found)) if found else None
+        if kind == "explorer":
+            raws = [r for r in place.findall(nodes.raw) if _PLOTLY_DIV.search(r.astext())]
+            if len(raws) != 1:
+                raise ExtensionError(f"{docname}: the explorer {key!r} lost its plotly HTML")
+            markup = interactive_figure(
+                key, raws[0].astext(), _entry(app, key, docname), kind,
+                note=KEYBOARD_NOTE, number=number,
+            )  # fmt: skip
+        else:
+            markup = interactive_figure(
+                key, place["body"], _entry(app, key, docname), kind,
+                figure_id=True, number=number,
+            )  # fmt: skip
+        place.replace_self(nodes.raw("", markup, format="html"))
+
+
+def _skip(self, node: nodes.Node) -> None:
+    pass
 
 
 def setup(app: Sphinx) -> dict:
@@ -120,5 +182,14 @@ def setup(app: Sphinx) -> dict:
         HideCodeCellNode, override=True, html=(visit_hide_cell_input, depart_hide_cell_input)
     )
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
-    app.connect("doctree-resolved", _caption_explorers)
+    app.add_enumerable_node(
+        InteractiveFigure,
+        "figure",
+        _interactive_title,
+        html=(_skip, _skip),
+        latex=(_skip, _skip),
+        text=(_skip, _skip),
+    )
+    app.connect("doctree-read", _place_explorers)
+    app.connect("doctree-resolved", _write_interactive_figures)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

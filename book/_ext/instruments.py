@@ -28,7 +28,7 @@ import json
 import re
 from pathlib import Path
 
-from accessibility import EXPLORERS, _explorer_texts, interactive_figure
+from accessibility import EXPLORERS, InteractiveFigure, _explorer_texts
 from docutils import nodes
 from offline_assets import STATIC, copy_static
 from sphinx.application import Sphinx
@@ -58,15 +58,18 @@ DEFAULTS = {
 _BODY = re.compile(r'data-instrument="([a-z][a-z0-9-]*)"')
 
 
-def figure(name: str, entry: dict, config: dict) -> str:
-    """The instrument's figure: its (empty) body, caption and text alternative."""
+def figure(name: str, entry: dict, config: dict) -> InteractiveFigure:
+    """The instrument's place: its (empty) body, numbered and captioned when the page is written."""
     body = (
         f'<div class="instrument-body" data-instrument="{name}" '
         f'data-config="{html.escape(json.dumps(config))}">\n'
         "<p>This instrument computes in your browser, with JavaScript, which is turned off here; "
         "the text description below says what it shows.</p>\n</div>"
     )
-    return interactive_figure(f"instrument-{name}", body, entry, "instrument", figure_id=True)
+    key = f"instrument-{name}"
+    return InteractiveFigure(
+        ids=[key], key=key, kind="instrument", caption=entry["caption"], body=body
+    )
 
 
 class Instrument(SphinxDirective):
@@ -85,7 +88,7 @@ class Instrument(SphinxDirective):
         entry = texts.get(f"instrument-{name}")
         if entry is None:
             raise ExtensionError(f"instrument-{name} has no caption and text in {EXPLORERS}")
-        return [nodes.raw("", figure(name, entry, DEFAULTS[name]), format="html")]
+        return [figure(name, entry, DEFAULTS[name])]
 
 
 def _link_code(app: Sphinx, pagename, templatename, context, doctree) -> None:

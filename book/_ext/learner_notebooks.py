@@ -134,10 +134,20 @@ def build_index(app) -> dict:
             data = json.loads(path.read_text(encoding="utf-8"))
             glue[docname] = {key: value.get("data", {}) for key, value in data.items()}
 
+    # Every figure's number by its node id: explorers and instruments are numbered with the
+    # figures (book/_ext/accessibility.py) but have no label to find them by.
+    interactive = {
+        docname: {
+            node_id: ".".join(map(str, found)) for node_id, found in kinds.get("figure", {}).items()
+        }
+        for docname, kinds in numfig.items()
+    }
+
     return {
         "title": str(app.config.html_title or BOOK_TITLE),
         "numfig_format": formats,
         "pages": pages,
+        "interactive": interactive,
         "labels": labels,
         "equations": equations,
         "glue": glue,
@@ -360,7 +370,7 @@ def directive(page: Page, match: re.Match) -> str:
         )
     if name == "instrument":
         # The book's instrument computes in the browser; a notebook has the kernel instead.
-        return _instrument_pointer(argument)
+        return _instrument_pointer(page, argument)
     raise ConversionError(f"{page.docname}: the directive {{{name}}} has no plain-markdown form")
 
 
@@ -406,32 +416,40 @@ def _interactive_entry(key: str, kind: str) -> dict:
     return texts[key]
 
 
-def _interactive_caption(entry: dict, kind: str, note: str = "", use: str = "How to use it") -> str:
-    """A notebook's caption for an explorer or instrument: label, caption, folded text."""
+def _interactive_caption(
+    page: Page, key: str, entry: dict, kind: str, note: str = "", use: str = "How to use it"
+) -> str:
+    """A notebook's caption for an explorer or instrument: number, label, caption, folded text."""
+    number = page.index["interactive"].get(page.docname, {}).get(key)
+    if number is None:
+        raise ConversionError(f"{page.docname}: the {kind} {key!r} has no figure number")
+    prefix = page.index["numfig_format"].get("figure", "Fig. %s").replace("%s", number)
     return (
-        f"**Interactive {kind}.** {entry['caption']}\n\n{note}"
-        f"<details><summary>Text description of the {kind}</summary>\n\n"
+        f'<a id="{key}"></a>\n\n**{prefix}.** **Interactive {kind}.** {entry["caption"]}\n\n'
+        f"{note}<details><summary>Text description of the {kind}</summary>\n\n"
         f"{entry['shows']}\n\n**{use}:** {entry['operate']}\n\n</details>"
     )
 
 
-def _explorer_caption(cell) -> str | None:
+def _explorer_caption(page: Page, cell) -> str | None:
     """The caption and text alternative (from ``book/explorers.yml``) of a cell's explorer."""
     found = EXPLORER_CALL.search(cell.source)
     if not found:
         return None
-    return _interactive_caption(_interactive_entry(found[1], "explorer"), "explorer")
+    key = found[1]
+    return _interactive_caption(page, key, _interactive_entry(key, "explorer"), "explorer")
 
 
-def _instrument_pointer(name: str) -> str:
+def _instrument_pointer(page: Page, name: str) -> str:
     """What a notebook shows for the book's ``{instrument}``: its caption, its text, a pointer."""
-    entry = _interactive_entry(f"instrument-{name}", "instrument")
+    key = f"instrument-{name}"
+    entry = _interactive_entry(key, "instrument")
     note = (
         "> *The book's page has an instrument here that computes in your browser from the "
         "settings you choose. In this notebook, change the settings of the* Try it yourself "
         "*cell below and run it again.*\n\n"
     )
-    return _interactive_caption(entry, "instrument", note, "How to use it (in the book)")
+    return _interactive_caption(page, key, entry, "instrument", note, "How to use it (in the book)")
 
 
 def _add_markdown(page: Page, out: list, text: str, hidden: bool) -> None:
@@ -551,7 +569,7 @@ def convert(source: Path, docname: str, index: dict, html_root: str) -> nbformat
         out.append(new)
         if (caption := _figure_caption(page, cell)) is not None:
             out.append(nbformat.v4.new_markdown_cell(caption))
-        if (caption := _explorer_caption(cell)) is not None:
+        if (caption := _explorer_caption(page, cell)) is not None:
             out.append(nbformat.v4.new_markdown_cell(caption))
     if kind == "lab":
         out.append(
