@@ -50,7 +50,9 @@ NOT_YET: set[str] = set()
 def test_the_tap_to_open_figures_and_only_they_carry_the_class():
     marked = set()
     for source in SOURCES:
-        marked |= set(re.findall(r"name: (fig-[\w-]+)\n\s+classes: tap-to-open\n", source.read_text()))
+        marked |= set(
+            re.findall(r"name: (fig-[\w-]+)\n\s+classes: tap-to-open\n", source.read_text())
+        )
     assert marked == TAP_TO_OPEN
 
 
