@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import struct
 
 import pytest
@@ -31,10 +32,12 @@ from test_notebooks import IDS, SOURCES, notebook_of
 # test_the_column_widths_are_the_ones_measured.
 COLUMN = {1280: 672, 390: 342}
 SMALLEST = 9.0  # CSS px
-# Figures the phone may open full size with a tap instead (see the module docstring).
+# Figures the phone may open full size with a tap instead (see the module docstring). Each
+# carries the figure class ``tap-to-open`` (``classes: tap-to-open`` after its name), under
+# which figure-zoom.js shows a narrow screen a hint that a tap enlarges it.
 TAP_TO_OPEN = {
     "fig-why-it",  # a ten-word sentence in one row of labelled boxes, arcs between the words
-    "fig-why-paths",  # the same, a twelve-word sentence
+    "fig-why-paths",  # the same ten words, as a chain and as all pairs
     "fig-pt-pattern-heads",  # six heads' attention over a 15-token sentence, tokens labelled
     "fig-sim-search",  # a similarity matrix of many sentences, each labelled
 }
@@ -42,6 +45,15 @@ TAP_TO_OPEN = {
 # the test passes meanwhile; a listed figure that has become legible fails the test, so the list
 # only shrinks. Every figure is legible now: keep it empty.
 NOT_YET: set[str] = set()
+
+
+def test_the_tap_to_open_figures_and_only_they_carry_the_class():
+    marked = set()
+    for source in SOURCES:
+        marked |= set(
+            re.findall(r"name: (fig-[\w-]+)\n\s+classes: tap-to-open\n", source.read_text())
+        )
+    assert marked == TAP_TO_OPEN
 
 
 def _png_width(png: bytes) -> int:
@@ -134,3 +146,31 @@ def test_the_column_widths_are_the_ones_measured(viewport, browser, server):
     for image in images:
         assert image["shown"] == pytest.approx(min(image["natural"], COLUMN[viewport]), abs=1)
         assert image["link"] == image["src"], f"{image['src']} is not a link to itself"
+
+
+@pytest.mark.parametrize("viewport", sorted(COLUMN))
+def test_a_tap_to_open_figure_says_so_on_a_phone_only(viewport, browser, server):
+    """Under each TAP_TO_OPEN figure, a phone shows a hint that a tap enlarges it (inside the
+    link, at least 9 px); a laptop, where the figure is legible, shows none."""
+    page = browser.new_page()
+    try:
+        page.set_viewport_size({"width": viewport, "height": 900})
+        page.goto(f"{server}/notebooks_src/chapters/01_why_attention.html", wait_until="load")
+        hints = page.eval_on_selector_all(
+            ".bd-article figure",
+            """figures => figures.map(figure => {
+                const hint = figure.querySelector("a.figure-zoom .figure-zoom-hint");
+                return {
+                    id: figure.id, tap: figure.classList.contains("tap-to-open"),
+                    shown: hint !== null && hint.getBoundingClientRect().height > 0,
+                    px: hint === null ? 0 : parseFloat(getComputedStyle(hint).fontSize),
+                };
+            })""",
+        )
+    finally:
+        page.close()
+    tapped = {hint["id"] for hint in hints if hint["tap"]}
+    assert tapped == {"fig-why-it", "fig-why-paths"} <= TAP_TO_OPEN
+    for hint in hints:
+        assert hint["shown"] == (hint["tap"] and viewport < 600), hint
+        assert not hint["shown"] or hint["px"] >= SMALLEST, hint

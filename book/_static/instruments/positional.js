@@ -80,18 +80,25 @@
       : [Math.round(255 - t * (255 - 178)), Math.round(255 - t * (255 - 24)), Math.round(255 - t * (255 - 43))];
   }
 
-  // Drawn at most as finely as the canvas is shown: with more positions (or dimensions) than
-  // device pixels, each pixel shows the mean of the block it covers. Drawing every row into
-  // fewer pixels instead aliases fast columns into curved bands that are not in the data.
+  // Sines (even dimensions) in the left half, cosines (odd dimensions) in the right half, split
+  // as the chapter's heatmap figure splits them: interleaved, the two alternate column by column, and a column
+  // per pixel or less beats into stripes that are not in the data. Each half is painted at the
+  // canvas's shown size in device pixels: a pixel shows the mean of the cells it covers (or the
+  // one cell it falls in), so neither many positions nor many dimensions alias into bands.
+  var GAP = 6; // CSS px between the halves
   function paint(canvas, pe, maxLen, d) {
     var scale = window.devicePixelRatio || 1;
+    var shownWidth = canvas.clientWidth || d + GAP;
     var rows = Math.min(maxLen, Math.max(1, Math.round((canvas.clientHeight || maxLen) * scale)));
-    var cols = Math.min(d, Math.max(1, Math.round((canvas.clientWidth || d) * scale)));
+    var gap = Math.round(GAP * scale);
+    var half = Math.max(1, Math.floor((Math.round(shownWidth * scale) - gap) / 2));
+    var cols = 2 * half + gap;
+    var pairs = d / 2;
     canvas.width = cols;
     canvas.height = rows;
-    // Sharp cells only when each covers at least 2 pixels both ways; a cell stretched by a
-    // fraction of a pixel, nearest-neighbour, beats against its neighbours into false stripes.
-    var sharp = cols * 2 <= (canvas.clientWidth || 0) * scale && rows * 2 <= (canvas.clientHeight || 0) * scale;
+    // Sharp rows only when each covers at least 2 pixels; a row stretched by a fraction of a
+    // pixel, nearest-neighbour, beats against its neighbours into false stripes.
+    var sharp = rows * 2 <= (canvas.clientHeight || 0) * scale;
     canvas.style.imageRendering = sharp ? "pixelated" : "auto";
     var context = canvas.getContext("2d");
     var image = context.createImageData(cols, rows);
@@ -99,14 +106,20 @@
       var r0 = Math.floor((r * maxLen) / rows);
       var r1 = Math.max(r0 + 1, Math.floor(((r + 1) * maxLen) / rows));
       for (var c = 0; c < cols; c++) {
-        var c0 = Math.floor((c * d) / cols);
-        var c1 = Math.max(c0 + 1, Math.floor(((c + 1) * d) / cols));
+        var k = 4 * (r * cols + c);
+        var parity = c < half ? 0 : c >= half + gap ? 1 : -1;
+        if (parity < 0) {  // the gap: the page's white
+          image.data[k] = image.data[k + 1] = image.data[k + 2] = image.data[k + 3] = 255;
+          continue;
+        }
+        var x = parity ? c - half - gap : c;
+        var i0 = Math.floor((x * pairs) / half);
+        var i1 = Math.max(i0 + 1, Math.floor(((x + 1) * pairs) / half));
         var sum = 0;
         for (var p = r0; p < r1; p++) {
-          for (var j = c0; j < c1; j++) sum += pe[p * d + j];
+          for (var i = i0; i < i1; i++) sum += pe[p * d + 2 * i + parity];
         }
-        var colour = rgb(sum / ((r1 - r0) * (c1 - c0)));
-        var k = 4 * (r * cols + c);
+        var colour = rgb(sum / ((r1 - r0) * (i1 - i0)));
         image.data[k] = colour[0];
         image.data[k + 1] = colour[1];
         image.data[k + 2] = colour[2];
@@ -196,11 +209,14 @@
       state.runs += 1;
       line.style.top = ((p + 0.5) / maxLen) * 100 + "%";
       canvas.setAttribute("aria-label", "Heatmap of the encoding, " + maxLen + " positions down " +
-        "by " + d + " dimensions across, blue for -1, white for 0, red for +1; position " + p +
-        " is marked. The left columns change fast down the positions, the right ones slowly.");
-      heatCaption.textContent = "The encoding: position 0 to " + (maxLen - 1) + " down, " +
-        "dimension 0 to " + (d - 1) + " across (blue \u22121, white 0, red +1); the line marks " +
-        "position " + p + ".";
+        "by " + d + " dimensions across, the " + d / 2 + " sines (even dimensions) in the left " +
+        "half and the " + d / 2 + " cosines (odd dimensions) in the right half, blue for -1, " +
+        "white for 0, red for +1; position " + p + " is marked. In each half the left columns " +
+        "change fast down the positions, the right ones slowly.");
+      heatCaption.textContent = "The encoding: position 0 to " + (maxLen - 1) + " down; " +
+        "across, the sines (dimensions 0, 2, \u2026, " + (d - 2) + ") on the left and the " +
+        "cosines (1, 3, \u2026, " + (d - 1) + ") on the right (blue \u22121, white 0, red +1); " +
+        "the line marks position " + p + ".";
       var sine = new Float64Array(maxLen), cosine = new Float64Array(maxLen);
       for (var q = 0; q < maxLen; q++) {
         sine[q] = pe[q * d + 2 * i];
@@ -228,6 +244,12 @@
       for (q = 0; q < maxLen; q++) {
         if (q !== p && (best < 0 || row[q] > row[best])) best = q;
       }
+      // Positions p - k and p + k have the same dot product with p (it depends on k only), so
+      // the most similar position is often a tie: name every position that shares the maximum.
+      var tied = [];
+      for (q = 0; q < maxLen; q++) {
+        if (q !== p && best >= 0 && Math.abs(row[q] - row[best]) <= 1e-9) tied.push(q);
+      }
       dotCaption.textContent = "Dot products PE(" + p + ") \u00b7 PE(q) for every position q: " +
         "largest at q = p, where it is d_model / 2 = " + core.format(row[p]) + ".";
       lineChart(dotPlot, [[row, BLUE]], Math.min(0, low), d / 2, p,
@@ -236,8 +258,10 @@
       status.textContent = "Position " + p + ": PE(p) \u00b7 PE(p) = " + core.format(row[p]) +
         (neighbours.length ? "; with its neighbours " + neighbours.map(function (q) {
           return "PE(" + q + ") " + core.format(row[q]);
-        }).join(", ") : "") + (best >= 0 ? "; the most similar other position is " + best +
-        " (" + core.format(row[best]) + ")." : ".");
+        }).join(", ") : "") + (tied.length > 1 ? "; the most similar other positions are " +
+        tied.slice(0, -1).join(", ") + " and " + tied[tied.length - 1] + " (" +
+        core.format(row[best]) + " each)." : best >= 0 ? "; the most similar other position is " +
+        best + " (" + core.format(row[best]) + ")." : ".");
     }
     [width.input, length.input, base.input, position.input, pair.input].forEach(function (el) {
       el.addEventListener("input", update);
