@@ -315,8 +315,9 @@ def attention_explorer(
     """One attention head as a heatmap, with the sentence, layer and head chosen by controls.
 
     A dropdown picks the sentence, a row of buttons the layer, a slider the head; choosing a
-    layer moves the slider back to head 0. Colours run from 0 to 1 for every head. Hovering over a cell shows the query token, the key
-    token and the weight. Every state is stored in the figure, weights rounded to 3 decimals.
+    layer moves the slider back to head 0. Colours run from 0 to 1 for every head. Hovering
+    over a cell shows the query token, the key token and the weight. Every state is stored in
+    the figure, weights rounded to 3 decimals.
     Layers and heads are numbered from 0, as in ``weights[layer, head]``.
 
     Args:
