@@ -260,6 +260,13 @@ def visible(reader: Reader, div_id: str) -> list[int]:
     )
 
 
+def keyboard_choice(reader: Reader, select_id: str) -> str:
+    """The option the keyboard's <select> under an explorer shows, once it has caught up."""
+    select = reader.page.locator(f"#{select_id}")
+    select.wait_for(state="attached")
+    return select.evaluate("s => s.options[s.selectedIndex].text")
+
+
 def test_heads_explorer(browser, server, html_dir):
     div = "explorer-heads"
     reader = Reader(browser, server, chapter(html_dir, "03"))
@@ -275,6 +282,9 @@ def test_heads_explorer(browser, server, html_dir):
         )
         assert state["active"] == int(layer)
         assert state["z"] == state["stored"]  # all 12 heads show the chosen layer
+        # The keyboard's menu under the explorer follows a click on plotly's own button
+        # (a "restyle" button, which fires no relayout event).
+        assert keyboard_choice(reader, f"{div}-menu-0") == layer
         seen.append(state["z"])
     assert len({repr(z) for z in seen}) == 3  # three layers, three different sets of maps
     reader.screenshots(div)
@@ -314,6 +324,9 @@ def test_attention_explorer(browser, server, html_dir):
     layer = str(layers - 1)
     reader.click_button(div, 1, layer)
     assert reader.data(div, "gd.layout.sliders[0].active") == 0
+    assert keyboard_choice(reader, f"{div}-menu-0") == sentences[1]
+    assert keyboard_choice(reader, f"{div}-menu-1") == layer
+    assert keyboard_choice(reader, f"{div}-slider-0") == "0"
     after_layer = reader.data(div, shown)
     stored = reader.data(div, f"gd.layout.updatemenus[1].buttons[{layer}].args[0].z[1]")
     assert after_layer["z"] == stored
@@ -325,6 +338,7 @@ def test_attention_explorer(browser, server, html_dir):
         div, f"gd.layout.sliders[0].steps[{head}].args[0].z[1]"
     )  # the steps of the chosen layer
     assert reader.data(div, "gd.layout.sliders[0].active") == heads - 1
+    assert keyboard_choice(reader, f"{div}-slider-0") == head  # a "restyle" step
     # Hover over a cell: query token, key token and weight.
     reader.page.locator(f"#{div} .nsewdrag").first.hover()
     reader.page.wait_for_timeout(300)

@@ -39,6 +39,7 @@ TAP_TO_OPEN = {
     "fig-why-it",  # a ten-word sentence in one row of labelled boxes, arcs between the words
     "fig-why-paths",  # the same ten words, as a chain and as all pairs
     "fig-pt-pattern-heads",  # six heads' attention over a 15-token sentence, tokens labelled
+    "fig-pt-try-it",  # twelve heads' attention over a 16-token sentence, tokens labelled
     "fig-sim-search",  # a similarity matrix of many sentences, each labelled
 }
 # Not yet redesigned for the column (issue 14): each would have text below 9 px. Listed so that

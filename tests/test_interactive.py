@@ -189,6 +189,9 @@ def test_attention_explorer_starts_at_sentence_0_layer_0_head_0(gallery):
     assert [s.label for s in fig.layout.sliders[0].steps] == ["0", "1", "2", "3"]
     assert "query: %{customdata[0]}" in fig.data[0].hovertemplate
     assert "weight: %{z:.3f}" in fig.data[0].hovertemplate
+    # One colour scale, 0 to 1, for every head: equal colours are equal weights.
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
+    assert not fig.layout.coloraxis.cauto
 
 
 @pytest.mark.parametrize("order", ["sentence first", "sentence last"])
@@ -274,6 +277,9 @@ def test_heads_explorer_layer_buttons_switch_every_head():
     # Queries label the first column only.
     assert list(fig.layout.yaxis.ticktext) == tokens
     assert set(fig.layout.yaxis2.ticktext) == {""}
+    # One colour scale, 0 to 1, for every layer: equal colours are equal weights.
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
+    assert not fig.layout.coloraxis.cauto
 
 
 def test_heads_explorer_one_layer_has_no_buttons():

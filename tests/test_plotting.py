@@ -231,6 +231,32 @@ def test_head_grid_plots_each_head_exactly():
         np.testing.assert_array_equal(heatmap_array(ax), weights[head].to(torch.float64).numpy())
 
 
+def test_head_grid_takes_a_fixed_scale_and_a_colour_bar_under_the_grid():
+    weights = softmax_heads(3, 4, 4)
+    fig = plotting.head_grid(weights, vmax=1.0, colorbar="bottom")
+    *heatmaps, colorbar_ax = fig.axes
+    for ax in heatmaps:
+        assert ax.collections[0].get_clim() == (0.0, 1.0)
+    assert colorbar_ax.get_xlabel() == "attention weight" and colorbar_ax.get_xlim() == (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [({"vmax": 0}, ValueError), ({"vmax": "1"}, TypeError), ({"colorbar": "left"}, ValueError)],
+)
+def test_head_grid_rejects_a_bad_scale_or_colour_bar_place(kwargs, error):
+    with pytest.raises(error, match=next(iter(kwargs))):
+        plotting.head_grid(softmax_heads(2, 3, 3), **kwargs)
+
+
+def test_head_grid_turns_key_labels_wider_than_a_cell():
+    weights = softmax_heads(2, 3, 3)
+    short = plotting.head_grid(weights, ["a", "b", "c"])
+    turned = plotting.head_grid(weights, ["0:6", "1:6", "2:11"])
+    assert short.axes[0].get_xticklabels()[0].get_rotation() == 0
+    assert turned.axes[0].get_xticklabels()[0].get_rotation() == 45
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_head_grid_accepts_half_precision_and_grad(dtype):
     weights = softmax_heads(2, 3, 3).to(dtype).requires_grad_(True)

@@ -87,8 +87,13 @@
       });
     };
     sync();
-    gd.on("plotly_relayout", sync);
-    gd.on("plotly_update", sync);
+    // Every way a plotly control changes the figure: a button or step whose method is
+    // relayout, update or restyle (ch03's layer buttons, ch09's head slider), and the
+    // controls' own events, which fire once their "active" is set.
+    [
+      "plotly_relayout", "plotly_update", "plotly_restyle", "plotly_buttonclicked",
+      "plotly_sliderchange", "plotly_animated",
+    ].forEach(function (event) { gd.on(event, sync); });
     figure.insertBefore(group, figure.querySelector("figcaption"));
   }
 

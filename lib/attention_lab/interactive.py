@@ -294,12 +294,12 @@ def _token_axis(labels: list[str], *, reverse: bool = False, show: bool = True) 
     }
 
 
-def _weight_colours(*, fixed: bool = True, **colorbar) -> dict:
-    """Viridis from 0 to 1 (``fixed``), or from the smallest to the largest weight shown."""
-    limits = {"cmin": 0, "cmax": 1} if fixed else {"cauto": True}
+def _weight_colours(**colorbar) -> dict:
+    """Viridis from 0 to 1 for every view, so that equal colours mean equal weights."""
     return {
         "colorscale": "Viridis",
-        **limits,
+        "cmin": 0,
+        "cmax": 1,
         "colorbar": {"title": {"text": "weight", "side": "top"}, "thickness": 12, **colorbar},
     }
 
@@ -315,8 +315,9 @@ def attention_explorer(
     """One attention head as a heatmap, with the sentence, layer and head chosen by controls.
 
     A dropdown picks the sentence, a row of buttons the layer, a slider the head; choosing a
-    layer moves the slider back to head 0. Hovering over a cell shows the query token, the key
-    token and the weight. Every state is stored in the figure, weights rounded to 3 decimals.
+    layer moves the slider back to head 0. Colours run from 0 to 1 for every head. Hovering
+    over a cell shows the query token, the key token and the weight. Every state is stored in
+    the figure, weights rounded to 3 decimals.
     Layers and heads are numbered from 0, as in ``weights[layer, head]``.
 
     Args:
@@ -419,7 +420,6 @@ def attention_explorer(
         xaxis={**_token_axis(first), "tickangle": -90},
         yaxis=_token_axis(first, reverse=True),
         coloraxis=_weight_colours(
-            fixed=False,
             orientation="h",
             x=0,
             xanchor="left",
@@ -460,8 +460,8 @@ def heads_explorer(
 ) -> go.Figure:
     """Every head of one layer as small multiples, with buttons that choose the layer.
 
-    Each head is a heatmap of its ``[T, T]`` weights, all on one colour scale that runs from
-    the smallest to the largest weight of the layer. Query tokens label the rows of the first
+    Each head is a heatmap of its ``[T, T]`` weights, all on one colour scale from 0 to 1, the
+    same for every layer. Query tokens label the rows of the first
     column; the columns are the keys, in the same order (too narrow on a phone to be labelled).
     Hovering over a cell shows the query token, the key token and the weight. Layers and heads
     are numbered from 0, as in ``weights[layer, head]``.
@@ -517,7 +517,7 @@ def heads_explorer(
     # The colour bar lies under the grid, so that on a phone the heads get the whole width.
     colorbar = {"orientation": "h", "x": 0, "xanchor": "left", "len": 0.6, "thickness": 10}
     colorbar |= {"y": frame.y(frame.height - 42), "yanchor": "middle"}
-    fig.update_layout(coloraxis=_weight_colours(fixed=False, **colorbar))
+    fig.update_layout(coloraxis=_weight_colours(**colorbar))
     fig.update_annotations(font={"size": 12})
     fig.add_annotation(
         {

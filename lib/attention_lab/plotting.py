@@ -221,14 +221,16 @@ def head_grid(
     title: str | None = None,
     figsize: tuple[float, float] | None = None,
     cmap: str = "viridis",
+    vmax: float | None = None,
+    colorbar: str = "right",
 ) -> Figure:
     """Draw the attention matrices of several heads side by side, on one colour scale.
 
     Head ``h`` (counting from 0) is drawn in panel ``h``, filling the grid row by row. All
-    panels share one colour scale, from 0 to the largest weight of any head, and one colour
-    bar, so equal colours mean equal weights in every panel. Query tokens label the rows of
-    the panels in the first column, key tokens the columns of the lowest panel of each
-    column.
+    panels share one colour scale, from 0 to ``vmax`` (by default the largest weight of any
+    head), and one colour bar, so equal colours mean equal weights in every panel. Query
+    tokens label the rows of the panels in the first column, key tokens the columns of the
+    lowest panel of each column; key labels longer than two characters are turned.
 
     Args:
         weights: Attention weights of shape ``[H, Tq, Tk]``, a tensor (any float dtype, any
@@ -246,6 +248,10 @@ def head_grid(
             text stays above 9 px).
         cmap: Name of a matplotlib colormap. The default, ``"viridis"``, is perceptually
             uniform and readable with colour-vision deficiencies.
+        vmax: Top of the colour scale, a number above 0, e.g. ``1.0`` to compare figures
+            on one scale; ``None`` (the default) takes the largest weight of any head.
+        colorbar: Where the colour bar goes: ``"right"`` of the grid, or ``"bottom"``, under
+            it, which leaves the grid the full width of the figure.
 
     Returns:
         The figure: ``H`` heatmap axes, in head order, followed by the colour bar's axes. It
@@ -256,7 +262,8 @@ def head_grid(
             ``titles`` is a single string, or ``ncols`` is not an int.
         ValueError: If ``weights`` is not 3-D or is empty, if ``query_tokens`` or
             ``key_tokens`` does not have one label per row or column, if ``titles`` does
-            not have one title per head, or if ``ncols`` is not positive.
+            not have one title per head, if ``ncols`` or ``vmax`` is not positive, or if
+            ``colorbar`` is neither ``"right"`` nor ``"bottom"``.
     """
     array = _as_head_stack(weights)
     num_heads, num_queries, num_keys = array.shape
@@ -265,6 +272,13 @@ def head_grid(
     row_labels = _check_tokens(query_tokens, "query_tokens", num_queries, "rows (queries)")
     col_labels = _check_tokens(key_tokens, "key_tokens", num_keys, "columns (keys)")
     check_int(ncols, "ncols")
+    if vmax is not None:
+        if isinstance(vmax, bool) or not isinstance(vmax, numbers.Real):
+            raise TypeError(f"vmax must be a number or None, got {type(vmax).__name__}")
+        if not vmax > 0:
+            raise ValueError(f"vmax must be above 0, got {vmax}")
+    if colorbar not in ("right", "bottom"):
+        raise ValueError(f'colorbar must be "right" or "bottom", got {colorbar!r}')
     if titles is None:
         titles = [f"head {h}" for h in range(num_heads)]
     elif isinstance(titles, str):
@@ -294,11 +308,14 @@ def head_grid(
     axes = axes[:num_heads]
 
     # One scale for every panel; an all-zero stack still gets a usable colour bar.
-    vmax = float(array.max()) if array.max() > 0 else 1.0
+    if vmax is None:
+        vmax = float(array.max()) if array.max() > 0 else 1.0
     # Without tokens, label every position, or every k-th one in long sequences.
     row_ticks, row_texts = _tick_positions(num_queries, row_labels)
     col_ticks, col_texts = _tick_positions(num_keys, col_labels)
-    rotate = col_labels is not None and max(len(label) for label in col_labels) > 4
+    # Labels wider than a cell ("3:11", words) are turned: upright when the cells are many.
+    rotate = col_labels is not None and max(len(label) for label in col_labels) > 2
+    angle = 90 if num_keys > 12 else 45
     for head, ax in enumerate(axes):
         col = head % ncols
         # Drawn with pcolormesh rather than seaborn, whose heatmap redraws the whole figure
@@ -314,7 +331,13 @@ def head_grid(
         if head + ncols >= num_heads:
             ax.set_xticks(col_ticks, col_texts)
             if rotate:
-                plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
+                plt.setp(
+                    ax.get_xticklabels(),
+                    rotation=angle,
+                    ha="right",
+                    va="center" if angle == 90 else "top",
+                    rotation_mode="anchor",
+                )
             ax.set_xlabel("key")
         else:
             ax.set_xticks([])
@@ -323,7 +346,17 @@ def head_grid(
             ax.set_ylabel("query")
         else:
             ax.set_yticks([])
-    fig.colorbar(axes[0].collections[0], ax=axes, label="attention weight", shrink=0.9)
+    if colorbar == "bottom":
+        fig.colorbar(
+            axes[0].collections[0],
+            ax=axes,
+            label="attention weight",
+            location="bottom",
+            shrink=0.6,
+            aspect=30,
+        )
+    else:
+        fig.colorbar(axes[0].collections[0], ax=axes, label="attention weight", shrink=0.9)
     if title is not None:
         fig.suptitle(title)
     return fig

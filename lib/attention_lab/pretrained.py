@@ -171,8 +171,8 @@ def attention_grid(sentence: str, layer: int | None = None):
     Args:
         sentence: A non-empty string, as for :func:`attention_maps`.
         layer: ``None`` for all 6 × 12 heads in one grid (a row per layer, too small for token
-            labels: look for the patterns), or a layer from 0 to 5 for its 12 heads with the
-            tokens on both axes.
+            labels: look for the patterns), or a layer from 0 to 5 for its 12 heads, titled
+            "head 0" to "head 11", with the tokens on both axes.
 
     Returns:
         A ``matplotlib.figure.Figure``, drawn by :func:`attention_lab.plotting.head_grid` on one
@@ -207,13 +207,18 @@ def attention_grid(sentence: str, layer: int | None = None):
             ax.set_xlabel("")
             ax.set_ylabel("")
         return fig
-    titles = [f"layer {layer}, head {h}" for h in range(num_heads)]
+    # Three panels a row, each large enough for one token label per row and column (about
+    # 0.16 inch each, up to 2.9 inches a panel); the colour bar goes under the grid.
+    ncols = 3
+    panel = min(max(1.6, 0.16 * len(tokens)), 2.9)
+    nrows = -(-num_heads // ncols)
     return plotting.head_grid(
         weights[layer],
         tokens,
-        titles=titles,
-        ncols=4,
+        ncols=ncols,
+        figsize=(ncols * panel + 1.6, nrows * (panel + 0.3) + 1.6),
         title=f"MiniLM, layer {layer}: its {num_heads} heads",
+        colorbar="bottom",
     )
 
 
