@@ -116,3 +116,34 @@ def test_pattern_chapter_math_and_figures(browser, server):
     page.screenshot(path=str(SCREENSHOTS / "chapter_02_phone.png"), full_page=False)
     assert overflow <= 1, f"page overflows a 375 px viewport by {overflow}px"
     page.close()
+
+
+def test_display_equations_fit_a_phone_column(browser, server, html_dir):
+    """At 390 px no display equation hides part of itself behind its own sideways scroll.
+
+    pydata-sphinx-theme gives each ``div.math`` ``overflow: hidden`` and its ``mjx-container``
+    ``overflow: auto``: an equation wider than the column does not break the page, it is cut,
+    and a phone reader sees half a formula. Long equations are broken into ``aligned`` lines,
+    and on a phone the equation number moves under the equation (book/_static/custom.css).
+    """
+    problems = []
+    pages = [
+        p for p in built_pages(html_dir) if 'class="math notranslate' in (html_dir / p).read_text()
+    ]
+    assert len(pages) >= 8, pages
+    for path in pages:
+        visit = PageVisit(browser, server, path)
+        page = visit.page
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000
+        )
+        page.evaluate("() => MathJax.startup.promise")
+        cut = page.evaluate(
+            """() => [...document.querySelectorAll('main div.math mjx-container')]
+                 .filter(c => c.scrollWidth > c.clientWidth + 1)
+                 .map(c => `${c.closest('div.math').id}: ${c.scrollWidth} in ${c.clientWidth}`)"""
+        )
+        problems += [f"{path}: {item}" for item in cut]
+        page.close()
+    assert not problems, "\n".join(problems)
