@@ -268,3 +268,19 @@ def test_every_chapter_shows_its_reading_time(html_dir):
         # The count leaves code, outputs and folded blocks out, so it is below the page's words.
         body = re.sub(r"<[^>]+>", " ", text.split("<main", 1)[1])
         assert 1000 < words < len(body.split()), (page.name, words)
+
+
+def test_no_id_is_used_twice_on_a_page(html_dir):
+    """Duplicate ids break links, labels (aria-labelledby) and the scripts that find an element.
+
+    sphinx-exercise gives every exercise's and solution's body the same id (``exercise-content``,
+    ``solution-content``); nothing links to them, and that markup is the extension's, not ours.
+    """
+    theirs = {"exercise-content", "solution-content"}
+    problems = []
+    for page in pages(html_dir):
+        ids = re.findall(r'<[a-zA-Z][^>]*?\sid="([^"]+)"', page.read_text(encoding="utf-8"))
+        twice = sorted({i for i in ids if ids.count(i) > 1} - theirs)
+        if twice:
+            problems.append(f"{page.relative_to(html_dir)}: {twice[:5]}")
+    assert not problems, "\n".join(problems)

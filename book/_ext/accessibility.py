@@ -151,6 +151,7 @@ def _write_interactive_figures(app: Sphinx, doctree: nodes.document, docname: st
     numbers = app.env.toc_fignumbers.get(docname, {}).get("figure", {})
     for place in list(doctree.findall(InteractiveFigure)):
         if app.builder.format != "html":
+            place["ids"] = []
             place.replace_self(place.children)
             continue
         key, kind = place["key"], place["kind"]
@@ -169,6 +170,9 @@ def _write_interactive_figures(app: Sphinx, doctree: nodes.document, docname: st
                 key, place["body"], _entry(app, key, docname), kind,
                 figure_id=True, number=number,
             )  # fmt: skip
+        # The markup carries the id where it belongs (the plotly div, the instrument's figure);
+        # replace_self would copy the node's ids onto the raw node, and so into the page twice.
+        place["ids"] = []
         place.replace_self(nodes.raw("", markup, format="html"))
 
 
