@@ -19,12 +19,10 @@ two labels at 45 degrees set side by side do not collide even though their squar
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import math
-import struct
 
 import pytest
+from test_figure_text import figure_records, png_size
 from test_notebooks import IDS, SOURCES, notebook_of
 
 SLACK = 0.5  # px shrunk from each side of a text's rectangle before testing for overlap
@@ -37,24 +35,10 @@ COVERED = 2
 OVERLAPS_KNOWN: set[str] = set()
 
 
-def _png_size(png: bytes) -> tuple[int, int]:
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
-    return struct.unpack(">II", png[16:24])
-
-
 def layouts(nb):
     """(label, PNG width, PNG height, record) of every PNG the notebook drew."""
-    records = nb.metadata["figure_text"]
-    for index, cell in enumerate(nb.cells):
-        name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            if "image/png" not in data:
-                continue
-            png = base64.b64decode(data["image/png"])
-            record = records.get(hashlib.sha256(png).hexdigest())
-            assert record is not None, f"cell {index} shows a PNG the recorder did not see"
-            yield name or f"cell {index}", *_png_size(png), record
+    for label, png, record in figure_records(nb):
+        yield label, *png_size(png), record
 
 
 def _shrunk(corners, by: float):

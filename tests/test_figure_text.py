@@ -57,13 +57,18 @@ def test_the_tap_to_open_figures_and_only_they_carry_the_class():
     assert marked == TAP_TO_OPEN
 
 
-def _png_width(png: bytes) -> int:
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in px of a PNG, from its header."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
-    return struct.unpack(">I", png[16:20])[0]
+    return struct.unpack(">II", png[16:24])
 
 
-def _figures(nb):
-    """(label, PNG width, dpi, smallest font in points) of every PNG the notebook drew."""
+def figure_records(nb):
+    """(label, PNG bytes, recorder's record) of every PNG the notebook drew.
+
+    The label is the figure's name, or ``cell <index>``; the record is what the recorder in
+    conftest.py stored for that PNG (its dpi, font sizes and text boxes).
+    """
     records = nb.metadata["figure_text"]
     for index, cell in enumerate(nb.cells):
         name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
@@ -74,10 +79,14 @@ def _figures(nb):
             png = base64.b64decode(data["image/png"])
             record = records.get(hashlib.sha256(png).hexdigest())
             assert record is not None, f"cell {index} shows a PNG the recorder did not see"
-            if not record["sizes"]:
-                continue  # a figure without text
-            label = name or f"cell {index}"
-            yield label, _png_width(png), record["dpi"], min(record["sizes"])
+            yield name or f"cell {index}", png, record
+
+
+def _figures(nb):
+    """(label, PNG width, dpi, smallest font in points) of every PNG with text."""
+    for label, png, record in figure_records(nb):
+        if record["sizes"]:  # a figure without text has nothing to check
+            yield label, png_size(png)[0], record["dpi"], min(record["sizes"])
 
 
 def rendered_px(points: float, dpi: float, png_width: int, column: float) -> float:
