@@ -152,6 +152,34 @@
     return { wrap: wrapped.wrap, input: input, button: button };
   }
 
+  // A new element with the given class names.
+  function element(tag, className) {
+    var made = document.createElement(tag);
+    made.className = className;
+    return made;
+  }
+
+  // The status line under an instrument, which screen readers announce when it changes.
+  function status() {
+    var line = element("p", "instrument-status");
+    line.setAttribute("role", "status");
+    line.setAttribute("aria-live", "polite");
+    return line;
+  }
+
+  // A grid table inside a focusable region that scrolls sideways on a narrow screen; the
+  // table is named by the element with id captionId.
+  function scrollingTable(label, captionId) {
+    var scroller = element("div", "instrument-scroll");
+    scroller.tabIndex = 0;
+    scroller.setAttribute("role", "region");
+    scroller.setAttribute("aria-label", label);
+    var table = element("table", "instrument-table instrument-grid");
+    table.setAttribute("aria-labelledby", captionId);
+    scroller.append(table);
+    return { scroller: scroller, table: table };
+  }
+
   // Sets up every instrument of this name on the page once the page is parsed.
   function start(name, setUp) {
     function run() {
@@ -176,6 +204,9 @@
     svg: svg,
     field: field,
     seedField: seedField,
+    element: element,
+    status: status,
+    scrollingTable: scrollingTable,
     start: start,
     range: range,
   };

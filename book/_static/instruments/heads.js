@@ -71,36 +71,25 @@
     var seedInput = seed.input;
     controls.append(width.wrap, heads.wrap, length.wrap, seed.wrap);
 
-    var splitCaption = document.createElement("p");
-    splitCaption.className = "instrument-caption";
+    var splitCaption = core.element("p", "instrument-caption");
     var strip = document.createElement("div");
     strip.className = "instrument-strip";
     strip.setAttribute("aria-hidden", "true");
     var splitList = document.createElement("ul");
     splitList.className = "instrument-split";
-    var gridCaption = document.createElement("p");
-    gridCaption.className = "instrument-caption";
+    var gridCaption = core.element("p", "instrument-caption");
     var grid = document.createElement("div");
     grid.className = "instrument-heads";
     var chooser = document.createElement("select");
     var chosen = core.field(id + "-show", "Weights of head", chooser);
     chosen.output.remove();
-    var tableCaption = document.createElement("p");
-    tableCaption.className = "instrument-caption";
+    var tableCaption = core.element("p", "instrument-caption");
     tableCaption.id = id + "-table-caption";
-    var scroller = document.createElement("div");
-    scroller.className = "instrument-scroll";
-    scroller.tabIndex = 0;
-    scroller.setAttribute("role", "region");
-    scroller.setAttribute("aria-label", "One head's weights (scrolls sideways on a narrow screen)");
-    var table = document.createElement("table");
-    table.className = "instrument-table instrument-grid";
-    table.setAttribute("aria-labelledby", tableCaption.id);
-    scroller.append(table);
-    var status = document.createElement("p");
-    status.className = "instrument-status";
-    status.setAttribute("role", "status");
-    status.setAttribute("aria-live", "polite");
+    var weightsTable = core.scrollingTable(
+      "One head's weights (scrolls sideways on a narrow screen)", tableCaption.id);
+    var scroller = weightsTable.scroller;
+    var table = weightsTable.table;
+    var status = core.status();
     body.textContent = "";
     body.append(controls, splitCaption, strip, splitList, gridCaption, grid, chosen.wrap,
       tableCaption, scroller, status);

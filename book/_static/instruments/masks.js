@@ -170,22 +170,13 @@
     checks.append(padding.wrap, causal.wrap);
     controls.append(length.wrap, real.wrap, side.wrap, checks, fill.wrap, seed.wrap);
 
-    var scroller = document.createElement("div");
-    scroller.className = "instrument-scroll";
-    scroller.tabIndex = 0;
-    scroller.setAttribute("role", "region");
-    scroller.setAttribute("aria-label", "Attention weights (scrolls sideways on a narrow screen)");
-    var caption = document.createElement("p");
-    caption.className = "instrument-caption";
+    var caption = core.element("p", "instrument-caption");
     caption.id = id + "-caption-text";
-    var table = document.createElement("table");
-    table.className = "instrument-table instrument-grid";
-    table.setAttribute("aria-labelledby", caption.id);
-    scroller.append(table);
-    var status = document.createElement("p");
-    status.className = "instrument-status";
-    status.setAttribute("role", "status");
-    status.setAttribute("aria-live", "polite");
+    var weightsTable = core.scrollingTable(
+      "Attention weights (scrolls sideways on a narrow screen)", caption.id);
+    var scroller = weightsTable.scroller;
+    var table = weightsTable.table;
+    var status = core.status();
     body.textContent = "";
     body.append(controls, caption, scroller, status);
 

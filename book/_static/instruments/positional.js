@@ -143,8 +143,7 @@
       config.pair));
     controls.append(width.wrap, length.wrap, base.wrap, position.wrap, pair.wrap);
 
-    var heatCaption = document.createElement("p");
-    heatCaption.className = "instrument-caption";
+    var heatCaption = core.element("p", "instrument-caption");
     var frame = document.createElement("div");
     frame.className = "instrument-heatmap";
     var canvas = document.createElement("canvas");
@@ -153,20 +152,15 @@
     line.className = "instrument-heatmap-line";
     line.setAttribute("aria-hidden", "true");
     frame.append(canvas, line);
-    var pairCaption = document.createElement("p");
-    pairCaption.className = "instrument-caption";
+    var pairCaption = core.element("p", "instrument-caption");
     var pairPlot = core.svg("svg", { viewBox: "0 0 600 " + H, role: "img",
       class: "instrument-plot" });
     var legend = document.createElement("p");
     legend.className = "instrument-legend";
-    var dotCaption = document.createElement("p");
-    dotCaption.className = "instrument-caption";
+    var dotCaption = core.element("p", "instrument-caption");
     var dotPlot = core.svg("svg", { viewBox: "0 0 600 " + H, role: "img",
       class: "instrument-plot" });
-    var status = document.createElement("p");
-    status.className = "instrument-status";
-    status.setAttribute("role", "status");
-    status.setAttribute("aria-live", "polite");
+    var status = core.status();
     body.textContent = "";
     body.append(controls, heatCaption, frame, pairCaption, pairPlot, legend, dotCaption, dotPlot,
       status);

@@ -144,10 +144,7 @@
       cells[m[0]] = [tr.insertCell(), tr.insertCell()];
       cells[m[0]].forEach(function (c) { c.dataset.measure = m[0]; });
     });
-    var status = document.createElement("p");
-    status.className = "instrument-status";
-    status.setAttribute("role", "status");
-    status.setAttribute("aria-live", "polite");
+    var status = core.status();
 
     body.textContent = "";
     body.append(controls, plot, legend, table, status);
