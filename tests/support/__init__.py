@@ -1,0 +1,1 @@
+"""Test support shared by several test files (importable as ``support`` from tests/)."""

@@ -1,0 +1,214 @@
+"""Running the book's pages under other seeds and other numeric configurations.
+
+A trained model's path depends on the last bits of every matrix product, and those bits change
+with the CPU's vector width, the BLAS kernel and the thread count. The book's claims about trained
+models must hold on any reader's machine, so the tests execute every page under numeric
+configurations other than the build's (the portability run) and the trained chapters under other
+seeds (the seed sweep), and fail on any cell error, which includes every page's own asserts.
+
+Used by tests/test_portability.py and tests/test_seed_sweep.py, and from the command line by an
+author measuring a claim's spread::
+
+    .venv/bin/python tests/support/numerics.py \
+        notebooks_src/chapters/08_watching_attention_learn.md \
+        --seeds 0 1 2 3 4 --configs default avx2 baseline
+
+which prints each glued value per run and every failing cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Environment overrides standing in for other readers' machines. Each is applied to a fresh
+# kernel (the variables are read once, when torch and MKL load). Order matters: the portability
+# run takes the first two that change this machine's numerics (see `effective_configurations`).
+CONFIGURATIONS: dict[str, dict[str, str]] = {
+    "default": {},
+    # A CPU with AVX2 but no AVX-512 (a common laptop and cloud CPU): ATen's kernels, MKL's GEMM
+    # and oneDNN all limited to AVX2.
+    "avx2": {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+    },
+    # An older laptop: ATen's scalar kernels, MKL's SSE4.2 code path, one thread.
+    "baseline": {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    },
+    # Fallbacks for a machine on which the two above change nothing.
+    "aten-default": {"ATEN_CPU_CAPABILITY": "default"},
+    "mkl-avx": {"MKL_ENABLE_INSTRUCTIONS": "AVX"},
+    "one-thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
+}
+
+# The line every trained page sets its seed with; the sweep rewrites it.
+SEED_LINE = re.compile(r"^SEED = \d+\b", re.MULTILINE)
+
+GLUE_PREFIX = "application/papermill.record/"
+
+# A short training run, as the pages train (one thread, as several pages pin it): the hash of its
+# weights tells whether a configuration changes this machine's numerics.
+_PROBE = textwrap.dedent(
+    """
+    import hashlib, torch
+    from attention_lab.data import reversal_task
+    from attention_lab.training import TokenClassifier, train
+    torch.set_num_threads(1)
+    inputs, targets = reversal_task(256, 12, 8, seed=0)
+    torch.manual_seed(0)
+    model = TokenClassifier(12, d_model=16, num_layers=2, num_heads=2, d_ff=32, max_len=8)
+    train(model, inputs, targets, steps=20, batch_size=32, lr=3e-3, seed=0)
+    digest = hashlib.sha256()
+    for tensor in model.state_dict().values():
+        digest.update(tensor.detach().contiguous().numpy().tobytes())
+    print(digest.hexdigest())
+    """
+)
+
+
+def environment(config: str) -> dict[str, str]:
+    """The full environment of a kernel run under ``config``: this process's, plus its overrides
+    (and the variables the book's build sets)."""
+    env = dict(os.environ)
+    for name in ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA"):
+        env.pop(name, None)  # the build's configuration is the machine's own
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONHASHSEED": "0"})
+    env.update(CONFIGURATIONS[config])
+    return env
+
+
+def weights_digest(config: str) -> str:
+    """SHA-256 of a short training run's weights under ``config``."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        env=environment(config),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the probe training run failed under {config!r}:\n{done.stderr}")
+    return done.stdout.strip()
+
+
+def effective_configurations(count: int = 2) -> tuple[list[str], dict[str, str]]:
+    """The first ``count`` configurations whose numerics differ from the default's and from
+    each other's on this machine, and every digest measured (to report)."""
+    digests = {"default": weights_digest("default")}
+    chosen: list[str] = []
+    for name in CONFIGURATIONS:
+        if name == "default" or len(chosen) == count:
+            continue
+        digests[name] = weights_digest(name)
+        if digests[name] not in {digests["default"], *(digests[c] for c in chosen)}:
+            chosen.append(name)
+    return chosen, digests
+
+
+def page_notebook(source: Path, seed: int | None = None):
+    """A page's MyST source as a notebook; with ``seed``, its ``SEED = …`` line rewritten."""
+    import jupytext
+
+    text = source.read_text(encoding="utf-8")
+    if seed is not None:
+        found = SEED_LINE.findall(text)
+        if len(found) != 1:
+            raise ValueError(f"{source.name} must set its seed once as 'SEED = <int>'")
+        text = SEED_LINE.sub(f"SEED = {seed}", text)
+    return jupytext.reads(text, fmt="md:myst")
+
+
+def execute(nb, cwd: Path, config: str = "default", timeout: int = 600):
+    """Execute ``nb`` in a fresh kernel in ``cwd`` under ``config``; errors stay in the outputs."""
+    from nbclient import NotebookClient
+
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+        resources={"metadata": {"path": str(cwd)}},
+    )  # fmt: skip
+    client.execute(env=environment(config))
+    return nb
+
+
+def errors(nb) -> list[str]:
+    """One line per error raised in a cell that is not tagged ``raises-exception``."""
+    found = []
+    for index, cell in enumerate(nb.cells):
+        if "raises-exception" in cell.metadata.get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+                found.append(f"cell {index} ({first[:60]}): {output.ename}: {output.evalue}")
+    return found
+
+
+def glued(nb) -> dict[str, str]:
+    """Every value the notebook glued, by name, as its text/plain form."""
+    values = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            for mime, data in output.get("data", {}).items():
+                if mime.startswith(GLUE_PREFIX) and mime.endswith("text/plain"):
+                    name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+                    if name:
+                        values[name] = data
+    return values
+
+
+def differing(runs: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The glued names whose values differ between runs: name -> {run: value}."""
+    names = sorted(set().union(*(r.keys() for r in runs.values())))
+    return {
+        n: {run: values.get(n, "—") for run, values in runs.items()}
+        for n in names
+        if len({values.get(n) for values in runs.values()}) > 1
+    }
+
+
+def _main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sources", nargs="+", type=Path)
+    parser.add_argument("--seeds", nargs="*", type=int, default=[None])
+    parser.add_argument("--configs", nargs="*", default=["default"], choices=CONFIGURATIONS)
+    parser.add_argument("--json", type=Path, help="also write every run's glued values here")
+    args = parser.parse_args()
+    results = {}
+    for source in args.sources:
+        runs = {}
+        for seed in args.seeds:
+            for config in args.configs:
+                label = f"seed={seed if seed is not None else 'page'} {config}"
+                print(f"{source.name}: {label} …", file=sys.stderr, flush=True)
+                nb = execute(page_notebook(source, seed), source.resolve().parent, config)
+                for line in errors(nb):
+                    print(f"  FAILED {label}: {line}", flush=True)
+                runs[label] = glued(nb)
+        results[source.name] = runs
+        print(f"\n{source.name}: glued values over {len(runs)} runs")
+        names = sorted(set().union(*(r.keys() for r in runs.values())))
+        for name in names:
+            values = [runs[label].get(name, "—") for label in runs]
+            mark = " " if len(set(values)) == 1 else "*"
+            print(f" {mark} {name}: " + " | ".join(values))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    _main()
