@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from support import numerics
+
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -218,14 +220,33 @@ del _record_figure_text
 
 
 @pytest.fixture(scope="session")
-def executed_notebook(tmp_path_factory):
+def numeric_configurations() -> list[str]:
+    """The two numeric configurations of the portability run: the first two of
+    ``support.numerics.CONFIGURATIONS`` that change this machine's numerics (a short training
+    run's weights differ from the default's and from each other's)."""
+    chosen, digests = numerics.effective_configurations(2)
+    numerics.REPORT["configurations"] = {"chosen": chosen, "digests": digests}
+    if len(chosen) < 2:
+        tried = ", ".join(f"{name}: {digest[:12]}" for name, digest in digests.items())
+        missing(f"fewer than two configurations change this machine's numerics ({tried})")
+    return chosen
+
+
+@pytest.fixture(scope="session")
+def executed_notebook(tmp_path_factory, numeric_configurations):
     """Run a notebook as a learner would (nbclient, offline, in its own folder), once per session.
+
+    The kernel runs under the portability run's first numeric configuration, not the build's:
+    a learner's machine is not the author's, and the pages' claims must hold there
+    (tests/test_portability.py runs the second).
 
     Returns the executed notebook; its ``metadata["figure_text"]`` maps each PNG's SHA-256 to the
     dpi it was rendered at and the font sizes (points) of the texts drawn into it.
     """
     import nbformat
     from nbclient import NotebookClient
+
+    config = numeric_configurations[0]
 
     cache: dict[Path, nbformat.NotebookNode] = {}
     records = tmp_path_factory.mktemp("figure-text")
@@ -244,8 +265,10 @@ def executed_notebook(tmp_path_factory):
                 allow_errors=True,  # errors are checked by the tests, with the cell that raised
                 resources={"metadata": {"path": str(path.parent)}},
             )
-            client.execute()
+            client.execute(env=numerics.environment(config))
             nb.cells.remove(recorder)
+            nb.metadata["numeric_configuration"] = config
+            numerics.record("glue", f"{path.parent.name}/{path.stem}", config, numerics.glued(nb))
             lines = log.read_text().splitlines() if log.exists() else []
             found = [json.loads(line) for line in lines]
             nb.metadata["figure_text"] = {r["sha256"]: r for r in found}
@@ -342,3 +365,12 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After the run: the numeric configurations used and the glued values that differed
+    between them and the build, and each swept claim's spread over seeds."""
+    for title, lines in numerics.summary():
+        terminalreporter.section(title)
+        for line in lines:
+            terminalreporter.write_line(line)

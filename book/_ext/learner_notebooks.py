@@ -479,8 +479,10 @@ def _intro(page: Page, kind: str) -> str:
     lines = [
         f'*This notebook is {where} of {book}, "{title}", made from the same source as the '
         "book's page. Run it top to bottom (Run → Run All Cells): every figure and table is "
-        "drawn by the cells. Numbers quoted in the text are those of the book's build; cells "
-        f"that time things on your machine will differ. Setting up: {how}.*",
+        "drawn by the cells. Numbers quoted in the text are those of the book's run: on your "
+        "machine a trained model's numbers may differ a little and timings will differ, "
+        "while the claims the text makes hold (the cells check them). "
+        f"Setting up: {how}.*",
     ]
     if info.get("words"):
         minutes = -(-info["words"] // 200)

@@ -19,6 +19,7 @@ which prints each glued value per run and every failing cell.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import re
@@ -158,6 +159,20 @@ def errors(nb) -> list[str]:
     return found
 
 
+def pngs(nb) -> list[bytes]:
+    """The PNGs a notebook drew, in order, except those of cells that time things on this CPU
+    (tagged ``measured``): wall-clock measurements differ between runs by nature."""
+    found = []
+    for cell in nb.cells:
+        if "measured" in cell.metadata.get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            for mime, data in output.get("data", {}).items():
+                if mime.endswith("image/png"):
+                    found.append(base64.b64decode(data))
+    return found
+
+
 def glued(nb) -> dict[str, str]:
     """Every value the notebook glued, by name, as its text/plain form."""
     values = {}
@@ -179,6 +194,80 @@ def differing(runs: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
         for n in names
         if len({values.get(n) for values in runs.values()}) > 1
     }
+
+
+# What the portability run and the seed sweep saw, for the summary after the test run
+# (conftest.pytest_terminal_summary): "configurations" -> {"chosen", "digests"};
+# "glue" -> page -> run -> {name: value}; "sweep" -> page -> seed -> {name: value}.
+REPORT: dict = {"glue": {}, "sweep": {}}
+
+BUILD_EXECUTED = ROOT / "_build" / "jupyter_execute" / "notebooks_src"
+
+
+def record(kind: str, page: str, run: str, values: dict[str, str]) -> None:
+    """Keep a run's glued values for the summary (``kind`` is "glue" or "sweep")."""
+    REPORT[kind].setdefault(page, {})[run] = values
+
+
+def build_glue(page: str) -> dict[str, str]:
+    """The values the book's own build glued on ``page`` (e.g. "chapters/08_…"), if built."""
+    path = BUILD_EXECUTED / f"{page}.glue.json"
+    if not path.is_file():
+        return {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return {name: entry.get("data", {}).get("text/plain", "") for name, entry in data.items()}
+
+
+def _short(value: str) -> str:
+    try:
+        number = float(value)
+    except ValueError:
+        return value if len(value) <= 40 else value[:37] + "..."
+    return f"{number:.4g}"
+
+
+def summary() -> list[tuple[str, list[str]]]:
+    """Sections of text for the terminal summary."""
+    sections = []
+    if "configurations" in REPORT:
+        chosen = REPORT["configurations"]["chosen"]
+        digests = REPORT["configurations"]["digests"]
+        lines = [f"used: {', '.join(chosen) or 'none'} (the build runs 'default')"]
+        lines += [
+            f"  {name}: weights {digest[:12]}  {CONFIGURATIONS[name] or '(as the machine is)'}"
+            for name, digest in digests.items()
+        ]
+        sections.append(("numeric configurations (short training run's weights)", lines))
+    lines = []
+    for page, runs in sorted(REPORT["glue"].items()):
+        build = build_glue(page)
+        runs = {"build": build, **runs}
+        for name, values in differing(runs).items():
+            if name in build:
+                lines.append(
+                    f"{page} {name}: "
+                    + " | ".join(f"{run} {_short(v)}" for run, v in values.items())
+                )
+    if REPORT["glue"]:
+        if not lines:
+            lines = ["none"]
+        sections.append(("glued values that differ between numeric configurations", lines))
+    lines = []
+    for page, runs in sorted(REPORT["sweep"].items()):
+        runs = {"0": build_glue(page), **runs}
+        for name in sorted(set().union(*(r.keys() for r in runs.values()))):
+            try:
+                numbers = [float(r[name]) for r in runs.values() if name in r]
+            except ValueError:
+                continue
+            if len(set(numbers)) > 1:
+                lines.append(
+                    f"{page} {name}: {min(numbers):.4g} to {max(numbers):.4g} "
+                    f"over seeds {', '.join(s for s, r in runs.items() if name in r)}"
+                )
+    if REPORT["sweep"]:
+        sections.append(("seed sweep: each glued number's range", lines or ["no number varied"]))
+    return sections
 
 
 def _main() -> None:
