@@ -1,0 +1,320 @@
+"""What every lab's check shares: the case record, running the learner's function, the one
+comparison routine and the failure message (private to :mod:`attention_lab.checks`).
+
+A check calls the learner's function on its cases with :func:`run` and hands each result to
+:func:`compare`, which goes through the same steps for every lab: shape, dtype, NaN or inf,
+closeness, then the diagnosis (the lab's wrong variants, the first one the result matches, and
+the lab's own hooks). A failure is raised by :func:`fail`: the case, the problem, and the
+explanation of the likely mistake from :data:`MISTAKES`, which every lab module fills with its
+own mistakes through :func:`register_mistakes`.
+
+The names here are public to the package's modules (the module itself is private), as in
+``attention_lab._validation``.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
+# names without intersphinx.
+from typing import Any, Callable  # noqa: UP035
+
+import torch
+
+#: Every mistake a check can recognise, by key, with the explanation it prints. Filled by the
+#: lab modules (:func:`register_mistakes`); ``attention_lab.checks`` imports them all.
+MISTAKES: dict[str, str] = {}
+
+
+def register_mistakes(entries: dict[str, str]) -> dict[str, str]:
+    """Add a lab's mistakes to :data:`MISTAKES` and return them.
+
+    Args:
+        entries: Key -> explanation, as :func:`fail` prints it after "Likely mistake: ".
+
+    Returns:
+        ``entries``, so that a module can keep its own table.
+
+    Raises:
+        ValueError: If a key is already registered with another explanation (two labs would
+            then name one mistake two ways).
+    """
+    for key, text in entries.items():
+        if MISTAKES.get(key, text) != text:
+            raise ValueError(f"the mistake {key!r} is registered twice, with two explanations")
+    MISTAKES.update(entries)
+    return entries
+
+
+# The mistakes that the shared steps below name themselves.
+register_mistakes(
+    {
+        "not_a_pair": "return a tuple (output, weights), not a single tensor",
+        "wrong_dtype": (
+            "the result has another dtype than the input: compute in the input's dtype (a "
+            "tensor created without dtype= is float32)"
+        ),
+    }
+)
+
+UNKNOWN = (
+    "none of the common mistakes this check knows; print your intermediate tensors and "
+    "compare them with the step-by-step computation in the chapter"
+)
+
+
+@dataclass
+class Case:
+    """One call of the learner's function: a readable name and the arguments."""
+
+    name: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    fully_masked_rows: torch.Tensor | None = None  # bool [..., Tq, 1] where every key is blocked
+    large_scores: bool = False  # scores large enough to overflow a naive exp
+    count_memory: bool = False  # the memory the call allocates is counted (Lab 7)
+
+
+def name_of(fn: Callable) -> str:
+    """The learner's function's name, as the messages show it."""
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def check_callable(fn: Any) -> None:
+    """Raise ``TypeError`` unless ``fn`` can be called."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a function (callable), got {type(fn).__name__}")
+
+
+def wrap(message: str, width: int = 76) -> str:
+    """Wrap each line of ``message`` to ``width`` columns, leaving room on the first line for
+    the ``AssertionError: `` in front of it, so that no line needs a horizontal scrollbar."""
+    prefix = " " * len("AssertionError: ")
+    lines = []
+    for index, paragraph in enumerate(message.split("\n")):
+        indent = prefix if index == 0 else ""
+        wrapped = textwrap.wrap(
+            paragraph,
+            width,
+            initial_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        lines += [wrapped[0].removeprefix(indent), *wrapped[1:]] if wrapped else [""]
+    return "\n".join(lines)
+
+
+def fail(fn_name: str, case: Case, problem: str, mistake: str | None) -> None:
+    """Raise ``AssertionError``: ``fn_name`` differs on ``case`` by ``problem``, and the likely
+    ``mistake`` (a key of :data:`MISTAKES`, or ``None`` when no known mistake fits)."""
+    likely = MISTAKES[mistake] if mistake else UNKNOWN
+    raise AssertionError(
+        wrap(
+            f"{fn_name} does not match the library on case '{case.name}': {problem}.\n"
+            f"Likely mistake: {likely}."
+        )
+    )
+
+
+def expect_tensor(fn_name: str, case: Case, result: Any) -> None:
+    """Fail unless the learner's function returned a tensor."""
+    if not isinstance(result, torch.Tensor):
+        fail(fn_name, case, f"it returned {type(result).__name__}, not a tensor", None)
+
+
+def two_tensors(fn_name: str, case: Case, result: Any) -> None:
+    """Fail unless the learner's function returned two tensors (a tuple or a list)."""
+    if not (
+        isinstance(result, tuple | list)
+        and len(result) == 2
+        and all(isinstance(r, torch.Tensor) for r in result)
+    ):
+        fail(fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair")
+
+
+def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] | None = None):
+    """Call ``fn`` on ``case``; turn the stub's NotImplementedError and crashes into messages.
+
+    ``error_hint`` names the likely mistake behind an exception the learner's code raised.
+    """
+    fn_name = name_of(fn)
+    try:
+        with torch.no_grad():
+            return fn(*case.args, **case.kwargs)
+    except NotImplementedError:
+        raise AssertionError(
+            wrap(
+                f"{fn_name} raised NotImplementedError: it is still the stub. Replace the line "
+                '"raise NotImplementedError(...)" with your implementation, run that cell, '
+                "then run this check again."
+            )
+        ) from None
+    except Exception as error:
+        mistake = error_hint(error) if error_hint else None
+        likely = f"\nLikely mistake: {MISTAKES[mistake]}." if mistake else ""
+        raise AssertionError(
+            wrap(f"{fn_name} raised {type(error).__name__} on case '{case.name}': {error}{likely}")
+        ) from error
+
+
+def close(got: Any, expected: torch.Tensor, atol: float, rtol: float) -> bool:
+    """Whether ``got`` is a tensor of ``expected``'s shape whose values are close to it."""
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        return False
+    return torch.allclose(got.double(), expected.double(), atol=atol, rtol=rtol)
+
+
+def difference(got: torch.Tensor, expected: torch.Tensor) -> str:
+    """Where ``got`` is farthest from ``expected``, and both values there."""
+    diff = (got.double() - expected.double()).abs().nan_to_num(nan=math.inf)
+    index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+    return (
+        f"largest difference {diff.max().item():.3g} at index {list(index)} "
+        f"(got {got[index].item():.4g}, expected {expected[index].item():.4g})"
+    )
+
+
+# The names of results that take a plural verb.
+_PLURAL = {"weights", "outputs", "cached keys", "scores", "top indices", "values"}
+
+
+def the(what: str, verb: str) -> str:
+    """'the output differs', 'the weights differ': the verb agrees with the noun."""
+    if what in _PLURAL:
+        verb = {"has": "have", "is": "are"}.get(verb, verb.removesuffix("s"))
+    return f"the {what} {verb}"
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(atol, rtol) for comparing a result computed in ``dtype`` with a float64 reference."""
+    return {torch.float16: (3e-3, 3e-3), torch.bfloat16: (2e-2, 2e-2)}.get(dtype, (1e-5, 1e-4))
+
+
+def match_variant(
+    got: Sequence[torch.Tensor], variants: dict[str, Callable[[], Sequence[torch.Tensor]]], tol
+) -> str | None:
+    """The key of the first wrong variant whose results all match ``got``.
+
+    A key may carry a suffix after a slash (``"merge_wrong_permutation/0312"``): several ways of
+    making one mistake, all named by the part before the slash.
+    """
+    for key, compute in variants.items():
+        try:
+            expected = compute()
+        except RuntimeError:  # a variant that makes no sense for these shapes
+            continue
+        if all(close(g, e, *tol) for g, e in zip(got, expected, strict=True)):
+            return key.partition("/")[0]
+    return None
+
+
+@dataclass
+class Result:
+    """One tensor the learner's function returned, beside the library's."""
+
+    name: str  # as the messages say it: "output", "weights", "top indices"
+    got: torch.Tensor
+    expected: torch.Tensor
+    exact: bool = False  # compared for equality (indices), not within a tolerance
+    dtype: bool = True  # its dtype must be the expected one
+    finite: bool = True  # NaN or inf is reported before the values are compared
+    expected_dtype: str | None = None  # how the message names the expected dtype, if not str()
+    values: str | None = None  # what the message calls its values when they differ, if not name
+
+    def matches(self, tol: tuple[float, float]) -> bool:
+        if self.exact:
+            return torch.equal(self.got, self.expected)
+        return close(self.got, self.expected, *tol)
+
+
+def compare(
+    fn_name: str,
+    case: Case,
+    results: Sequence[Result],
+    tol: tuple[float, float],
+    *,
+    variants: dict[str, Callable[[], Sequence[torch.Tensor]]] | None = None,
+    shape_mistake: Callable[[str, tuple[torch.Size, ...]], str | None] | None = None,
+    nonfinite: Callable[[str, torch.Tensor], tuple[str, str | None] | None] | None = None,
+    report_first: Sequence[str] = (),
+    diagnose: Callable[[tuple[torch.Tensor, ...]], tuple[str, str] | None] | None = None,
+    fallback: Callable[[tuple[torch.Tensor, ...]], str | None] | None = None,
+) -> None:
+    """Compare the learner's results with the library's, or fail with a diagnosis.
+
+    The steps, each over all ``results`` in order before the next: shapes (the mistake from
+    ``shape_mistake(name, shapes of all results)``), dtypes (``wrong_dtype``), NaN or inf
+    (``nonfinite(name, bool mask of the bad entries)`` gives what the result contains and the
+    mistake, or ``None`` for "NaN or inf" and no known mistake), then the values, within
+    ``tol = (atol, rtol)`` (or exactly, for an ``exact`` result). When a value differs:
+    ``diagnose(got)`` may fail with its own ``(problem, mistake)``; otherwise the problem is the
+    first differing result (those named in ``report_first`` before the others) and the mistake
+    is the first of ``variants`` (key -> results of one wrong computation) that ``got`` matches,
+    else ``fallback(got)``.
+
+    Args:
+        fn_name: The learner's function's name.
+        case: The case the results came from.
+        results: The learner's tensors, each with the library's, all of them tensors.
+        tol: ``(atol, rtol)`` for the values (see :func:`tolerance`).
+
+    Raises:
+        AssertionError: On the first step a result fails (see :func:`fail`).
+    """
+    shapes = tuple(result.got.shape for result in results)
+    for result in results:
+        if result.got.shape != result.expected.shape:
+            fail(
+                fn_name,
+                case,
+                f"{the(result.name, 'has')} shape {list(result.got.shape)}, "
+                f"expected {list(result.expected.shape)}",
+                shape_mistake(result.name, shapes) if shape_mistake else None,
+            )
+    for result in results:
+        if result.dtype and result.got.dtype != result.expected.dtype:
+            expected = result.expected_dtype or result.expected.dtype
+            fail(
+                fn_name,
+                case,
+                f"{the(result.name, 'is')} {result.got.dtype}, expected {expected}",
+                "wrong_dtype",
+            )
+    for result in results:
+        bad = ~result.got.isfinite() if result.finite else None
+        if bad is not None and bad.any():
+            found = nonfinite(result.name, bad) if nonfinite else None
+            what, mistake = found or ("NaN or inf", None)
+            fail(fn_name, case, f"{the(result.name, 'contains')} {what}", mistake)
+    if all(result.matches(tol) for result in results):
+        return
+    got = tuple(result.got for result in results)
+    special = diagnose(got) if diagnose else None
+    if special:
+        fail(fn_name, case, *special)
+    ordered = sorted(results, key=lambda result: result.name not in report_first)
+    result = next(result for result in ordered if not result.matches(tol))
+    if result.exact:
+        expected = result.expected.tolist()
+        problem = f"{the(result.name, 'is')} {result.got.tolist()}, expected {expected}"
+    else:
+        what = result.values or result.name
+        problem = f"{the(what, 'differs')}: {difference(result.got, result.expected)}"
+    mistake = match_variant(got, variants, tol) if variants else None
+    if mistake is None and fallback:
+        mistake = fallback(got)
+    fail(fn_name, case, problem, mistake)
+
+
+def randn(generator: torch.Generator, *shape: int, dtype=torch.float32) -> torch.Tensor:
+    """Standard normal entries drawn in float64 from ``generator``, then cast to ``dtype``."""
+    return torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype)
+
+
+def success(fn: Callable, cases: Sequence[Case]) -> None:
+    """Print the one line of a check that passed."""
+    print(f"✓ {name_of(fn)} matches the library on all {len(cases)} cases.")

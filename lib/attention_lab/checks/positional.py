@@ -1,0 +1,179 @@
+"""Lab 3: the check of the sinusoidal positional encoding."""
+
+from __future__ import annotations
+
+# typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
+# names without intersphinx.
+from typing import Callable  # noqa: UP035
+
+import torch
+
+from attention_lab.checks._core import (
+    Case,
+    Result,
+    check_callable,
+    compare,
+    expect_tensor,
+    name_of,
+    register_mistakes,
+    run,
+    success,
+)
+from attention_lab.positional import sinusoidal_encoding
+
+__all__ = ["check_sinusoidal_encoding"]
+
+MISTAKES = register_mistakes(
+    {
+        "sin_cos_swapped": (
+            "sine and cosine swapped: even columns (0, 2, 4, ...) hold the sine, odd columns "
+            "the cosine"
+        ),
+        "frequency_i_not_2i": (
+            "frequencies use i instead of 2i: column pair i has the angle "
+            "pos / base ** (2i / d_model), not pos / base ** (i / d_model)"
+        ),
+        "frequency_column_index": (
+            "each column uses its own index j in the exponent: the sine in column 2i and the "
+            "cosine in column 2i + 1 share one frequency, 1 / base ** (2i / d_model)"
+        ),
+        "frequency_inverted": (
+            "frequency inverted: divide the position by base ** (2i / d_model), do not multiply"
+        ),
+        "halves_not_interleaved": (
+            "sines and cosines in two halves: interleave them, sine in column 2i and cosine in "
+            "column 2i + 1"
+        ),
+        "positions_from_one": (
+            "positions start at 1: the first row is position 0 (sin 0 = 0, cos 0 = 1)"
+        ),
+        "encoding_transposed": "the encoding is transposed: return [max_len, d_model]",
+        "odd_d_model": (
+            "an odd d_model fails: the last column is then a sine without a cosine partner, so "
+            "there is one cosine column fewer than sine columns"
+        ),
+    }
+)
+
+
+def _encoding_variant(max_len: int, d_model: int, mistake: str) -> torch.Tensor:
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # [T, 1]
+    if mistake == "positions_from_one":
+        position = position + 1
+    pair = torch.arange((d_model + 1) // 2, dtype=torch.float64)  # [ceil(D / 2)]: i
+    exponent = (pair if mistake == "frequency_i_not_2i" else 2 * pair) / d_model
+    angle = position / 10000.0**exponent  # [T, ceil(D / 2)]
+    if mistake == "frequency_inverted":
+        angle = position * 10000.0**exponent
+    encoding = torch.empty(max_len, d_model, dtype=torch.float64)
+    sin, cos = torch.sin(angle), torch.cos(angle)
+    if mistake == "sin_cos_swapped":
+        sin, cos = cos, sin
+    if mistake == "halves_not_interleaved":
+        encoding = torch.cat([sin, cos[:, : d_model // 2]], dim=1)  # [T, D]
+    elif mistake == "frequency_column_index":
+        column = torch.arange(d_model, dtype=torch.float64)  # [D]: j
+        angle = position / 10000.0 ** (column / d_model)  # [T, D]
+        encoding[:, 0::2] = torch.sin(angle[:, 0::2])
+        encoding[:, 1::2] = torch.cos(angle[:, 1::2])
+    else:
+        encoding[:, 0::2] = sin
+        encoding[:, 1::2] = cos[:, : d_model // 2]
+    return encoding.to(torch.float32)
+
+
+def _inverted_frequency(result: torch.Tensor, max_len: int, d_model: int) -> bool:
+    """Whether ``result`` is the encoding with angles ``pos * base ** (2i / D)``.
+
+    Those angles reach millions of radians, where float32 keeps no digit of the sine, so only
+    the columns whose angles stay below 100 radians are compared.
+    """
+    expected = _encoding_variant(max_len, d_model, "frequency_inverted").double()
+    pair = torch.arange(d_model, dtype=torch.float64) // 2  # [D]: i of each column
+    largest_angle = (max_len - 1) * 10000.0 ** (2 * pair / d_model)  # [D]
+    columns = largest_angle < 100
+    if columns.all() or not columns.any():
+        return False
+    return torch.allclose(result.double()[:, columns], expected[:, columns], atol=1e-3)
+
+
+_ENCODING_MISTAKES = (
+    "sin_cos_swapped",
+    "frequency_i_not_2i",
+    "frequency_column_index",
+    "frequency_inverted",
+    "halves_not_interleaved",
+    "positions_from_one",
+)
+
+
+def check_sinusoidal_encoding(fn: Callable) -> None:
+    """Check a learner's ``fn(max_len, d_model) -> encoding`` (Lab 3).
+
+    ``fn`` must return the ``[max_len, d_model]`` ``float32`` tensor of
+    :func:`attention_lab.positional.sinusoidal_encoding` (base 10000): sines in the even
+    columns, cosines in the odd ones, column pair ``i`` at the angle
+    ``pos / 10000 ** (2i / d_model)``. Cases: 50 positions of width 16, 200 positions of width
+    64, a single position, width 2, and an odd width.
+
+    Mistakes it names: ``sin_cos_swapped``, ``frequency_i_not_2i``, ``frequency_column_index``,
+    ``frequency_inverted``, ``halves_not_interleaved``, ``positions_from_one``,
+    ``encoding_transposed``, ``odd_d_model``, ``wrong_dtype`` (see :data:`MISTAKES`).
+
+    Args:
+        fn: The learner's function.
+
+    Raises:
+        TypeError: If ``fn`` is not callable.
+        AssertionError: On the first case where ``fn`` differs from the library, naming the
+            case and the likely mistake (or saying that ``fn`` is still the stub).
+    """
+    check_callable(fn)
+    cases = [
+        Case("50 positions, d_model=16", (50, 16)),
+        Case("200 positions, d_model=64", (200, 64)),
+        Case("a single position, d_model=8", (1, 8)),
+        Case("10 positions, d_model=2", (10, 2)),
+        Case("12 positions, odd d_model=7", (12, 7)),
+    ]
+    fn_name = name_of(fn)
+    for case in cases:
+        max_len, d_model = case.args
+        odd = d_model % 2 == 1
+        result = run(fn, case, lambda error, odd=odd: "odd_d_model" if odd else None)
+        expect_tensor(fn_name, case, result)
+
+        def shape_mistake(name, shapes, max_len=max_len, d_model=d_model, odd=odd):
+            transposed = shapes[0] == (d_model, max_len) and d_model != max_len
+            return "encoding_transposed" if transposed else ("odd_d_model" if odd else None)
+
+        def fallback(got, max_len=max_len, d_model=d_model, odd=odd):
+            if _inverted_frequency(got[0], max_len, d_model):
+                return "frequency_inverted"
+            return "odd_d_model" if odd else None
+
+        # The encoding is float32 whatever the learner computes in; NaN is just a difference.
+        compare(
+            fn_name,
+            case,
+            [
+                Result(
+                    "result",
+                    result,
+                    sinusoidal_encoding(max_len, d_model),
+                    finite=False,
+                    expected_dtype="float32",
+                    values="values",
+                )
+            ],
+            (1e-4, 1e-4),
+            variants={
+                key: lambda key=key, max_len=max_len, d_model=d_model: (
+                    _encoding_variant(max_len, d_model, key),
+                )
+                for key in _ENCODING_MISTAKES
+            },
+            shape_mistake=shape_mistake,
+            fallback=fallback,
+        )
+    success(fn, cases)
