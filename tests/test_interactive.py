@@ -141,7 +141,7 @@ def test_interactive_imports_no_model_code():
         elif isinstance(node, ast.Import):
             imported |= {alias.name for alias in node.names}
     ours = {name for name in imported if name.startswith("attention_lab")}
-    assert ours <= {"attention_lab._validation", "attention_lab.plotting"}, ours
+    assert ours <= {"attention_lab._validation"}, ours
 
 
 def test_importing_prints_nothing_and_keeps_plotly_defaults(capsys):

@@ -31,8 +31,7 @@ import plotly.io as pio
 import torch
 from plotly.subplots import make_subplots
 
-from attention_lab._validation import check_int
-from attention_lab.plotting import _as_float_array
+from attention_lab._validation import as_float_array, check_int
 
 __all__ = [
     "Explorer",
@@ -175,7 +174,7 @@ def _pairs(queries: list[str], keys: list[str]) -> list[list[list[str]]]:
 
 def _check_heads(weights: torch.Tensor | np.ndarray, name: str) -> np.ndarray:
     """``weights`` as a float array of shape ``[L, H, T, T]``, or raise."""
-    array = _as_float_array(weights, name, "[L, H, T, T]")
+    array = as_float_array(weights, name, "[L, H, T, T]")
     if array.shape[-1] != array.shape[-2]:
         raise ValueError(
             f"{name} must be self-attention weights [L, H, T, T], got shape {tuple(array.shape)}"

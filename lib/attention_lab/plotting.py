@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Patch
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab._validation import check_int
+from attention_lab._validation import as_float_array, check_int
 
 __all__ = [
     "attention_arcs",
@@ -38,44 +38,13 @@ __all__ = [
 _ANNOTATE_MAX_SIZE = 8
 
 
-def _as_float_array(
-    values: torch.Tensor | np.ndarray, name: str, shape: str, hints: dict[int, str] | None = None
-) -> np.ndarray:
-    """Convert ``values`` to a float64 NumPy array whose rank matches ``shape``, or raise.
-
-    ``shape`` is the expected shape as written in messages, e.g. ``"[Tq, Tk]"``; ``hints`` maps
-    a wrong rank to a sentence telling the caller how to get the right one.
-    """
-    if isinstance(values, torch.Tensor):
-        # float64 holds float32, float16 and bfloat16 values exactly, so nothing is rounded.
-        array = values.detach().cpu().to(torch.float64).numpy()
-    else:
-        try:
-            array = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"{name} must be a torch.Tensor or a NumPy array of numbers, "
-                f"got {type(values).__name__}"
-            ) from error
-    ndim = shape.count(",") + 1
-    if array.ndim != ndim:
-        hint = (hints or {}).get(array.ndim, "")
-        raise ValueError(
-            f"{name} must be {ndim}-D with shape {shape}, got shape {tuple(array.shape)}."
-            + (f" {hint}" if hint else "")
-        )
-    if array.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {tuple(array.shape)}")
-    return array
-
-
 def _as_2d_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
     """``weights`` as a float64 ``[Tq, Tk]`` array, or raise."""
     hints = {
         4: "Pick one batch element and one head first, e.g. weights[0, 0].",
         3: "Pick one batch element (or head) first, e.g. weights[0].",
     }
-    return _as_float_array(weights, "weights", "[Tq, Tk]", hints)
+    return as_float_array(weights, "weights", "[Tq, Tk]", hints)
 
 
 def _check_tokens(
@@ -200,7 +169,7 @@ def _as_head_stack(weights: torch.Tensor | np.ndarray) -> np.ndarray:
         4: "Pick one batch element first, e.g. weights[0].",
         2: "For a single head, add a head axis (weights[None]) or use attention_heatmap.",
     }
-    return _as_float_array(weights, "weights", "[H, Tq, Tk]", hints)
+    return as_float_array(weights, "weights", "[H, Tq, Tk]", hints)
 
 
 def _tick_positions(size: int, labels: list[str] | None) -> tuple[list[float], list[str]]:
@@ -496,7 +465,7 @@ def mask_image(
 
 def _as_encoding_array(encoding: torch.Tensor | np.ndarray) -> np.ndarray:
     """``encoding`` as a float64 ``[T, D]`` array (positions x dimensions), or raise."""
-    return _as_float_array(encoding, "encoding", "[T, D]")
+    return as_float_array(encoding, "encoding", "[T, D]")
 
 
 def encoding_heatmap(
