@@ -808,3 +808,34 @@ def test_attention_heatmap_vmax_fixes_the_top_of_the_colour_scale():
     with pytest.raises(TypeError, match="vmax"):
         plotting.attention_heatmap(diffuse, vmax="1")
     plt.close("all")
+
+
+# --- model_head_grid ---------------------------------------------------------------------------
+
+
+def test_model_head_grid_draws_every_head_or_one_layer_with_tokens():
+    weights = torch.softmax(torch.randn(3, 4, 5, 5, generator=torch.Generator().manual_seed(0)), -1)
+    tokens = ["a", "b", "c", "d", "e"]
+    every = plotting.model_head_grid(weights, tokens, title="all")
+    panels = every.axes[:-1]  # the last axes is the colour bar
+    assert len(panels) == 3 * 4 and panels[2 * 4 + 1].get_title() == "L2 H1"
+    assert all(not ax.get_xticks().size and not ax.get_yticks().size for ax in panels)
+    one = plotting.model_head_grid(weights, tokens, layer=1, title="one")
+    assert len(one.axes) == 4 + 1 and one.get_suptitle() == "one"
+    assert [t.get_text() for t in one.axes[0].get_yticklabels()] == tokens
+    drawn = np.asarray(one.axes[3].collections[0].get_array()).reshape(5, 5)
+    np.testing.assert_allclose(drawn, weights[1, 3].numpy(), rtol=0, atol=1e-7)
+    plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "layer, error", [(3, ValueError), (-1, ValueError), ("1", TypeError), (1.0, TypeError)]
+)
+def test_model_head_grid_rejects_a_layer_the_weights_do_not_have(layer, error):
+    with pytest.raises(error, match="layer"):
+        plotting.model_head_grid(torch.rand(3, 2, 4, 4), layer=layer)
+
+
+def test_model_head_grid_needs_four_axes():
+    with pytest.raises(ValueError, match=r"\[L, H, T, T\]"):
+        plotting.model_head_grid(torch.rand(2, 4, 4))

@@ -31,6 +31,7 @@ __all__ = [
     "encoding_heatmap",
     "head_grid",
     "mask_image",
+    "model_head_grid",
 ]
 
 # Up to this many rows and columns the weights are printed in the cells; beyond it the
@@ -329,6 +330,69 @@ def head_grid(
     if title is not None:
         fig.suptitle(title)
     return fig
+
+
+def model_head_grid(
+    weights: torch.Tensor | np.ndarray,
+    tokens: list[str] | tuple[str, ...] | None = None,
+    *,
+    layer: int | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Draw a whole model's attention: every head of every layer, or one layer's heads large.
+
+    With ``layer=None``, all ``L * H`` heads share one grid, a row per layer, each panel titled
+    ``"L{layer} H{head}"``: too small for token labels, made to spot patterns. With a layer,
+    its ``H`` heads are drawn three a row by :func:`head_grid`, titled ``"head 0"`` ...,
+    each large enough for the tokens on both axes, with the colour bar under the grid. Layers
+    and heads are counted from 0, as the tensors index them.
+
+    Args:
+        weights: Shape ``[L, H, T, T]``, e.g. from
+            :func:`attention_lab.pretrained.attention_maps`, a tensor or an array.
+        tokens: ``T`` labels, used when a single layer is drawn.
+        layer: ``None`` for every head, or the layer to draw, in ``0 .. L-1``.
+        title: Title of the whole figure.
+
+    Returns:
+        The figure: the heatmap axes in (layer, head) order, then the colour bar's axes. It is
+        not shown; close it with ``plt.close(fig)`` once it has been displayed or saved.
+
+    Raises:
+        TypeError: If ``weights`` is not a tensor or array of numbers, or ``layer`` is not an
+            int or ``None``.
+        ValueError: If ``weights`` is not 4-D or is empty, ``layer`` is not in ``0 .. L-1``, or
+            ``tokens`` does not have ``T`` labels.
+    """
+    if layer is not None:
+        check_int(layer, "layer", minimum=0)
+    array = as_float_array(weights, "weights", "[L, H, T, T]")
+    num_layers, num_heads = array.shape[:2]
+    if layer is not None and layer >= num_layers:
+        raise ValueError(f"layer must be in 0..{num_layers - 1}, got {layer}")
+    if layer is None:
+        titles = [f"L{i} H{h}" for i in range(num_layers) for h in range(num_heads)]
+        stack = array.reshape(num_layers * num_heads, *array.shape[2:])  # [L*H, T, T]
+        fig = head_grid(stack, titles=titles, ncols=num_heads, figsize=(10.0, 6.5), title=title)
+        for ax in fig.axes[:-1]:  # the panels are too small for token labels
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_xlabel("")
+            ax.set_ylabel("")
+        return fig
+    # Three panels a row, each large enough for one token label per row and column (about
+    # 0.16 inch each, up to 2.9 inches a panel); the colour bar goes under the grid.
+    ncols = 3
+    panel = min(max(1.6, 0.16 * array.shape[-1]), 2.9)
+    nrows = -(-num_heads // ncols)
+    return head_grid(
+        array[layer],
+        tokens,
+        ncols=ncols,
+        figsize=(ncols * panel + 1.6, nrows * (panel + 0.3) + 1.6),
+        title=title,
+        colorbar="bottom",
+    )
 
 
 # Two colours that differ in lightness as well as hue, so the two states stay distinct in
