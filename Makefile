@@ -21,9 +21,10 @@ export TRANSFORMERS_OFFLINE := 1
 export PYTHONHASHSEED := 0
 
 # The execution cache keys on each page's code, not on the library it imports, so a change in
-# lib/ would leave stale outputs. We hash lib/ and clear the cache (and Sphinx's doctrees, so
-# unchanged pages are re-read) whenever that hash differs from the last successful build's.
-LIB_HASH = $$(find lib -name '*.py' -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
+# lib/ would leave stale outputs. We hash lib/ (its code and the quiz's .css and .js) and clear
+# the cache (and Sphinx's doctrees, so unchanged pages are re-read) whenever that hash differs
+# from the last successful build's.
+LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 
 .PHONY: help venv node book test lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 

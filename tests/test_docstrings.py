@@ -16,9 +16,11 @@ import attention_lab
 
 MODULES = sorted(info.name for info in pkgutil.iter_modules(attention_lab.__path__))
 # Modules whose public functions and classes carry examples (the others return figures, run
-# checks or hold private helpers, where an example would print nothing useful).
+# checks, load the pretrained model or hold private helpers, where an example would print
+# nothing useful or take long).
 WITH_EXAMPLES = {
     "attention",
+    "bert",
     "circuits",
     "data",
     "efficient",
@@ -26,7 +28,6 @@ WITH_EXAMPLES = {
     "layers",
     "masks",
     "positional",
-    "pretrained",
     "seq2seq",
     "training",
 }

@@ -1,4 +1,4 @@
-"""Tests of attention_lab.interactive: the stored states, the controls, the HTML, the errors.
+"""Tests of attention_lab.interactive: the stored states, the controls, the labels, the errors.
 
 A click on a control is simulated with plotly.py's own ``plotly_restyle`` / ``plotly_relayout`` /
 ``plotly_update``, which apply a button's arguments with plotly.js's semantics; the browser tests
@@ -11,7 +11,6 @@ import ast
 import html
 import importlib
 import itertools
-import json
 
 import numpy as np
 import plotly.graph_objects as go
@@ -22,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_lab import interactive
+from attention_lab.book import explorers
 from conftest import ROOT, random_inputs
 
 MARKUP = "<img src=x onerror=alert(1)>"
@@ -65,58 +65,6 @@ def random_weights(*shape: int, seed: int = 0) -> torch.Tensor:
     return softmax_rows(3 * scores)
 
 
-# --- to_html --------------------------------------------------------------------------------
-
-
-def small_figure() -> go.Figure:
-    tokens = ["the", "cat", MARKUP]
-    return interactive.heads_explorer(tokens, random_weights(2, 2, 3, 3))
-
-
-def test_to_html_is_a_fragment_without_plotly_js_and_is_stable():
-    fig = small_figure()
-    first = interactive.to_html(fig, div_id="explorer-test")
-    again = interactive.to_html(small_figure(), div_id="explorer-test")
-    assert first == again  # same figure, same id: the same bytes
-    assert '<div id="explorer-test" class="plotly-graph-div"' in first
-    assert "<html" not in first and "<script src" not in first
-    assert "Plotly.newPlot" in first and len(first) < 200_000  # plotly.js alone is 4.6 MB
-    assert '"responsive": true' in first and '"displaylogo": false' in first
-
-
-@pytest.mark.parametrize("div_id", ["1abc", "has space", "", 'x"><script>alert(1)</script>'])
-def test_to_html_rejects_a_bad_div_id(div_id):
-    with pytest.raises(ValueError, match="div_id"):
-        interactive.to_html(small_figure(), div_id=div_id)
-
-
-def test_show_offers_the_page_html_and_plotly_json_of_the_same_figure():
-    fig = small_figure()
-    bundle = interactive.show(fig, div_id="explorer-test")._repr_mimebundle_()
-    assert set(bundle) == {"text/html", interactive.PLOTLY_MIMETYPE}
-    assert bundle["text/html"] == interactive.to_html(fig, div_id="explorer-test")
-    spec = bundle[interactive.PLOTLY_MIMETYPE]
-    assert spec["config"] == interactive.CONFIG
-    # The JSON is the figure itself: plotly rebuilds the same figure from it.
-    assert go.Figure(spec["data"], spec["layout"]).to_dict() == fig.to_dict()
-    # Escaped token labels stay escaped in the JSON that JupyterLab draws.
-    assert MARKUP not in json.dumps(spec)
-
-
-def test_show_checks_its_arguments_like_to_html():
-    with pytest.raises(TypeError, match="fig"):
-        interactive.show({"data": []}, div_id="a")
-    with pytest.raises(ValueError, match="div_id"):
-        interactive.show(small_figure(), div_id="1abc")
-
-
-def test_to_html_rejects_wrong_types():
-    with pytest.raises(TypeError, match="fig"):
-        interactive.to_html({"data": []}, div_id="a")
-    with pytest.raises(TypeError, match="div_id"):
-        interactive.to_html(small_figure(), div_id=3)
-
-
 def test_markup_in_tokens_is_escaped_everywhere():
     gallery = {
         "<b>bold</b>": ([MARKUP, "b&c"], random_weights(1, 2, 2, 2)),
@@ -126,7 +74,7 @@ def test_markup_in_tokens_is_escaped_everywhere():
     assert list(fig.layout.xaxis.ticktext) == [escaped, "b&amp;c"]
     assert list(fig.data[0].customdata[0][0]) == [escaped, escaped]
     assert fig.layout.updatemenus[0].buttons[0].label == "&lt;b&gt;bold&lt;/b&gt;"
-    page = interactive.to_html(fig, div_id="markup")
+    page = explorers.to_html(fig, div_id="markup")
     # No raw markup anywhere: not in the JSON, not in the labels.
     assert "<img" not in page and "onerror=alert(1)>" not in page and "<b>" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
@@ -141,7 +89,7 @@ def test_interactive_imports_no_model_code():
         elif isinstance(node, ast.Import):
             imported |= {alias.name for alias in node.names}
     ours = {name for name in imported if name.startswith("attention_lab")}
-    assert ours <= {"attention_lab._validation", "attention_lab.plotting"}, ours
+    assert ours <= {"attention_lab._validation", "attention_lab.book.explorers"}, ours
 
 
 def test_importing_prints_nothing_and_keeps_plotly_defaults(capsys):

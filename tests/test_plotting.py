@@ -810,90 +810,32 @@ def test_attention_heatmap_vmax_fixes_the_top_of_the_colour_scale():
     plt.close("all")
 
 
-# --- palette_png / use_palette_png -------------------------------------------------------------
+# --- model_head_grid ---------------------------------------------------------------------------
 
 
-def _png(data: bytes):
-    import io
-
-    from PIL import Image
-
-    return Image.open(io.BytesIO(data))
-
-
-def _many_coloured_heatmap() -> Figure:
-    generator = np.random.default_rng(0)
-    fig, ax = plt.subplots(figsize=(5.0, 4.0))
-    ax.imshow(generator.normal(size=(300, 300)).cumsum(axis=1), cmap="RdBu_r")
-    return fig
-
-
-def test_palette_png_shrinks_a_heatmap_and_keeps_its_look():
-    from IPython.core.pylabtools import print_figure
-
-    fig = _many_coloured_heatmap()
-    full = print_figure(fig, fmt="png", bbox_inches="tight")
-    small = plotting.palette_png(fig)
-    plt.close(fig)
-    assert small is not None and len(small) <= 0.7 * len(full)
-    before, after = _png(full).convert("RGB"), _png(small)
-    assert after.mode == "P" and after.size == before.size
-    assert len(after.getcolors(1 << 24)) <= 256 < len(before.getcolors(1 << 24))
-    difference = np.abs(
-        np.asarray(before, dtype=np.int16) - np.asarray(after.convert("RGB"), dtype=np.int16)
-    )
-    # 256 shared colours: on average a pixel moves by a few levels of 255, never by a lot.
-    assert difference.mean() < 3 and np.percentile(difference, 99.9) < 40
+def test_model_head_grid_draws_every_head_or_one_layer_with_tokens():
+    weights = torch.softmax(torch.randn(3, 4, 5, 5, generator=torch.Generator().manual_seed(0)), -1)
+    tokens = ["a", "b", "c", "d", "e"]
+    every = plotting.model_head_grid(weights, tokens, title="all")
+    panels = every.axes[:-1]  # the last axes is the colour bar
+    assert len(panels) == 3 * 4 and panels[2 * 4 + 1].get_title() == "L2 H1"
+    assert all(not ax.get_xticks().size and not ax.get_yticks().size for ax in panels)
+    one = plotting.model_head_grid(weights, tokens, layer=1, title="one")
+    assert len(one.axes) == 4 + 1 and one.get_suptitle() == "one"
+    assert [t.get_text() for t in one.axes[0].get_yticklabels()] == tokens
+    drawn = np.asarray(one.axes[3].collections[0].get_array()).reshape(5, 5)
+    np.testing.assert_allclose(drawn, weights[1, 3].numpy(), rtol=0, atol=1e-7)
+    plt.close("all")
 
 
-def test_palette_png_of_a_line_chart_is_smaller_and_close():
-    from IPython.core.pylabtools import print_figure
-
-    fig, ax = plt.subplots()
-    ax.plot([0, 1, 2], [1, 0, 1])
-    ax.set_title("a line")
-    full, small = print_figure(fig, fmt="png", bbox_inches="tight"), plotting.palette_png(fig)
-    plt.close(fig)
-    assert len(small) < 0.5 * len(full)
-    difference = np.abs(
-        np.asarray(_png(full).convert("RGB"), dtype=np.int16)
-        - np.asarray(_png(small).convert("RGB"), dtype=np.int16)
-    )
-    assert difference.max() <= 32
+@pytest.mark.parametrize(
+    "layer, error", [(3, ValueError), (-1, ValueError), ("1", TypeError), (1.0, TypeError)]
+)
+def test_model_head_grid_rejects_a_layer_the_weights_do_not_have(layer, error):
+    with pytest.raises(error, match="layer"):
+        plotting.model_head_grid(torch.rand(3, 2, 4, 4), layer=layer)
 
 
-def test_palette_png_of_an_empty_figure_is_none():
-    fig = plt.figure()
-    assert plotting.palette_png(fig) is None
-    plt.close(fig)
-
-
-def test_palette_png_is_deterministic_and_rejects_non_figures():
-    fig = _many_coloured_heatmap()
-    assert plotting.palette_png(fig) == plotting.palette_png(fig)
-    plt.close(fig)
-    with pytest.raises(TypeError, match="matplotlib Figure"):
-        plotting.palette_png(np.zeros((3, 3)))
-
-
-def test_use_palette_png_needs_ipython():
-    with pytest.raises(RuntimeError, match="inside IPython"):
-        plotting.use_palette_png()
-
-
-def test_use_palette_png_registers_the_formatter_for_figures():
-    import base64
-
-    from IPython.core.interactiveshell import InteractiveShell
-
-    shell = InteractiveShell.instance()
-    try:
-        plotting.use_palette_png()
-        formatter = shell.display_formatter.formatters["image/png"]
-        heatmap = _many_coloured_heatmap()
-        sent = base64.b64decode(formatter(heatmap))
-        assert sent == plotting.palette_png(heatmap)
-        assert _png(sent).mode == "P"
-        plt.close("all")
-    finally:
-        InteractiveShell.clear_instance()
+def test_model_head_grid_needs_four_axes():
+    with pytest.raises(ValueError, match=r"\[L, H, T, T\]"):
+        plotting.model_head_grid(torch.rand(2, 4, 4))

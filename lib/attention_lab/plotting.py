@@ -7,8 +7,6 @@ global style, and import no model code, so any page can draw what any module ret
 
 from __future__ import annotations
 
-import base64
-import io
 import numbers
 
 import matplotlib.pyplot as plt
@@ -21,7 +19,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Patch
 from matplotlib.ticker import MaxNLocator
 
-from attention_lab._validation import check_int
+from attention_lab._validation import as_float_array, check_int
+
+# Book support, not a figure: it lives in attention_lab.book.display. Re-exported under the old
+# names, because every chapter's first cell calls plotting.use_palette_png().
+from attention_lab.book.display import palette_png, use_palette_png  # noqa: F401
 
 __all__ = [
     "attention_arcs",
@@ -29,44 +31,12 @@ __all__ = [
     "encoding_heatmap",
     "head_grid",
     "mask_image",
-    "palette_png",
-    "use_palette_png",
+    "model_head_grid",
 ]
 
 # Up to this many rows and columns the weights are printed in the cells; beyond it the
 # numbers no longer fit and only the colours are shown.
 _ANNOTATE_MAX_SIZE = 8
-
-
-def _as_float_array(
-    values: torch.Tensor | np.ndarray, name: str, shape: str, hints: dict[int, str] | None = None
-) -> np.ndarray:
-    """Convert ``values`` to a float64 NumPy array whose rank matches ``shape``, or raise.
-
-    ``shape`` is the expected shape as written in messages, e.g. ``"[Tq, Tk]"``; ``hints`` maps
-    a wrong rank to a sentence telling the caller how to get the right one.
-    """
-    if isinstance(values, torch.Tensor):
-        # float64 holds float32, float16 and bfloat16 values exactly, so nothing is rounded.
-        array = values.detach().cpu().to(torch.float64).numpy()
-    else:
-        try:
-            array = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise TypeError(
-                f"{name} must be a torch.Tensor or a NumPy array of numbers, "
-                f"got {type(values).__name__}"
-            ) from error
-    ndim = shape.count(",") + 1
-    if array.ndim != ndim:
-        hint = (hints or {}).get(array.ndim, "")
-        raise ValueError(
-            f"{name} must be {ndim}-D with shape {shape}, got shape {tuple(array.shape)}."
-            + (f" {hint}" if hint else "")
-        )
-    if array.size == 0:
-        raise ValueError(f"{name} must not be empty, got shape {tuple(array.shape)}")
-    return array
 
 
 def _as_2d_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -75,7 +45,7 @@ def _as_2d_array(weights: torch.Tensor | np.ndarray) -> np.ndarray:
         4: "Pick one batch element and one head first, e.g. weights[0, 0].",
         3: "Pick one batch element (or head) first, e.g. weights[0].",
     }
-    return _as_float_array(weights, "weights", "[Tq, Tk]", hints)
+    return as_float_array(weights, "weights", "[Tq, Tk]", hints)
 
 
 def _check_tokens(
@@ -200,7 +170,7 @@ def _as_head_stack(weights: torch.Tensor | np.ndarray) -> np.ndarray:
         4: "Pick one batch element first, e.g. weights[0].",
         2: "For a single head, add a head axis (weights[None]) or use attention_heatmap.",
     }
-    return _as_float_array(weights, "weights", "[H, Tq, Tk]", hints)
+    return as_float_array(weights, "weights", "[H, Tq, Tk]", hints)
 
 
 def _tick_positions(size: int, labels: list[str] | None) -> tuple[list[float], list[str]]:
@@ -362,6 +332,69 @@ def head_grid(
     return fig
 
 
+def model_head_grid(
+    weights: torch.Tensor | np.ndarray,
+    tokens: list[str] | tuple[str, ...] | None = None,
+    *,
+    layer: int | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Draw a whole model's attention: every head of every layer, or one layer's heads large.
+
+    With ``layer=None``, all ``L * H`` heads share one grid, a row per layer, each panel titled
+    ``"L{layer} H{head}"``: too small for token labels, made to spot patterns. With a layer,
+    its ``H`` heads are drawn three a row by :func:`head_grid`, titled ``"head 0"`` ...,
+    each large enough for the tokens on both axes, with the colour bar under the grid. Layers
+    and heads are counted from 0, as the tensors index them.
+
+    Args:
+        weights: Shape ``[L, H, T, T]``, e.g. from
+            :func:`attention_lab.pretrained.attention_maps`, a tensor or an array.
+        tokens: ``T`` labels, used when a single layer is drawn.
+        layer: ``None`` for every head, or the layer to draw, in ``0 .. L-1``.
+        title: Title of the whole figure.
+
+    Returns:
+        The figure: the heatmap axes in (layer, head) order, then the colour bar's axes. It is
+        not shown; close it with ``plt.close(fig)`` once it has been displayed or saved.
+
+    Raises:
+        TypeError: If ``weights`` is not a tensor or array of numbers, or ``layer`` is not an
+            int or ``None``.
+        ValueError: If ``weights`` is not 4-D or is empty, ``layer`` is not in ``0 .. L-1``, or
+            ``tokens`` does not have ``T`` labels.
+    """
+    if layer is not None:
+        check_int(layer, "layer", minimum=0)
+    array = as_float_array(weights, "weights", "[L, H, T, T]")
+    num_layers, num_heads = array.shape[:2]
+    if layer is not None and layer >= num_layers:
+        raise ValueError(f"layer must be in 0..{num_layers - 1}, got {layer}")
+    if layer is None:
+        titles = [f"L{i} H{h}" for i in range(num_layers) for h in range(num_heads)]
+        stack = array.reshape(num_layers * num_heads, *array.shape[2:])  # [L*H, T, T]
+        fig = head_grid(stack, titles=titles, ncols=num_heads, figsize=(10.0, 6.5), title=title)
+        for ax in fig.axes[:-1]:  # the panels are too small for token labels
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_xlabel("")
+            ax.set_ylabel("")
+        return fig
+    # Three panels a row, each large enough for one token label per row and column (about
+    # 0.16 inch each, up to 2.9 inches a panel); the colour bar goes under the grid.
+    ncols = 3
+    panel = min(max(1.6, 0.16 * array.shape[-1]), 2.9)
+    nrows = -(-num_heads // ncols)
+    return head_grid(
+        array[layer],
+        tokens,
+        ncols=ncols,
+        figsize=(ncols * panel + 1.6, nrows * (panel + 0.3) + 1.6),
+        title=title,
+        colorbar="bottom",
+    )
+
+
 # Two colours that differ in lightness as well as hue, so the two states stay distinct in
 # greyscale and for every colour-vision deficiency: the Okabe-Ito blue and a pale grey.
 _MAY_ATTEND_COLOUR = "#0072B2"
@@ -496,7 +529,7 @@ def mask_image(
 
 def _as_encoding_array(encoding: torch.Tensor | np.ndarray) -> np.ndarray:
     """``encoding`` as a float64 ``[T, D]`` array (positions x dimensions), or raise."""
-    return _as_float_array(encoding, "encoding", "[T, D]")
+    return as_float_array(encoding, "encoding", "[T, D]")
 
 
 def encoding_heatmap(
@@ -699,63 +732,3 @@ def _check_highlight(
             )
         pairs.add((query, key))
     return pairs
-
-
-def palette_png(fig: Figure) -> bytes | None:
-    """``fig`` as a PNG of at most 256 colours (a palette PNG), a fraction of the usual bytes.
-
-    The figure is rendered exactly as Jupyter's inline backend renders it (``bbox_inches=
-    "tight"``, the figure's own dpi and face colour), then reduced to at most 256 colours with
-    Pillow's fast octree quantiser, without dithering (flat areas stay flat). A palette PNG
-    stores one byte per pixel instead of four: a line chart (a few hundred colours, almost all
-    from anti-aliasing) shrinks about 3 times, a heatmap of a 512 x 512 matrix (thousands of
-    colours) about 5 times. The price: a pixel moves by a few levels of 255 on average, and a
-    colour map's 256 steps share the 256 entries with the text and lines.
-
-    Returns:
-        The palette PNG's bytes; ``None`` for a figure with nothing drawn (Jupyter shows
-        nothing for one).
-
-    Raises:
-        TypeError: If ``fig`` is not a :class:`matplotlib.figure.Figure`.
-    """
-    if not isinstance(fig, Figure):
-        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
-    from IPython.core.pylabtools import print_figure
-    from PIL import Image
-
-    full = print_figure(fig, fmt="png", bbox_inches="tight")
-    if full is None:
-        return None
-    image = Image.open(io.BytesIO(full))
-    # Opaque figures (the usual case) are quantised in RGB; transparency is kept otherwise.
-    opaque = image.mode == "RGB" or image.getchannel("A").getextrema() == (255, 255)
-    source = image.convert("RGB" if opaque else "RGBA")
-    palette = source.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-    buffer = io.BytesIO()
-    palette.save(buffer, format="PNG", optimize=True)
-    return buffer.getvalue()
-
-
-def use_palette_png() -> None:
-    """Make Jupyter send every matplotlib figure as a :func:`palette_png`.
-
-    Call it once in a page's first cell, after ``%matplotlib inline``. It registers a PNG
-    formatter for :class:`~matplotlib.figure.Figure` with the running IPython shell, so the
-    book's build and a learner's notebook get the same bytes. It changes nothing else, and
-    nothing outside IPython.
-
-    Raises:
-        RuntimeError: If it is not called inside IPython (e.g. from a plain script).
-    """
-    from IPython import get_ipython
-
-    shell = get_ipython()
-    if shell is None:
-        raise RuntimeError("use_palette_png() works inside IPython or Jupyter only")
-
-    def as_png(fig: Figure) -> str | None:
-        small = palette_png(fig)
-        return None if small is None else base64.b64encode(small).decode("ascii")
-
-    shell.display_formatter.formatters["image/png"].for_type(Figure, as_png)

@@ -9,6 +9,7 @@ from typing import Callable  # noqa: UP035
 import torch
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
+from attention_lab.bert import mean_pool
 from attention_lab.checks._core import (
     Case,
     Result,
@@ -22,7 +23,6 @@ from attention_lab.checks._core import (
     tolerance,
     two_tensors,
 )
-from attention_lab.pretrained import mean_pool
 
 __all__ = ["check_pooling_and_search"]
 
@@ -158,7 +158,7 @@ def check_pooling_and_search(fn: Callable) -> None:
     ``N`` documents, ``doc_hidden`` ``[N, Tn, D]``, with their tokenizer masks ``[Q, Tq]`` and
     ``[N, Tn]`` (1 or ``True`` = real token, 0 or ``False`` = padding), and an int ``k``. It
     must mean-pool every sequence over its real tokens
-    (:func:`attention_lab.pretrained.mean_pool`), scale the pooled vectors to length 1, and
+    (:func:`attention_lab.bert.mean_pool`), scale the pooled vectors to length 1, and
     return ``(scores, top)``: the cosine similarities ``[Q, N]`` in the inputs' dtype, and the
     indices ``[Q, k]`` of each query's ``k`` best documents, best first. Cases: integer masks,
     bool masks, a document with no real token (its scores are 0), one query and one document,

@@ -1,4 +1,4 @@
-"""attention_lab.quiz: validating quiz files and emitting the HTML and script of a static quiz."""
+"""attention_lab.book.quiz: validating quiz files, emitting the HTML and script of a static quiz."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from attention_lab.quiz import load_quiz, quiz_html_and_script, show_quiz, validate_quiz
+import attention_lab.book
+from attention_lab.book import quiz
+from attention_lab.book.quiz import load_quiz, quiz_html_and_script, show_quiz, validate_quiz
 
 GOOD = [
     {
@@ -130,8 +132,12 @@ def test_show_quiz_displays_html_then_javascript(tmp_path):
     path = tmp_path / "05_masks.json"
     path.write_text(json.dumps(GOOD))
     InteractiveShell.instance()
-    with capture_output() as captured:
-        show_quiz(path)
+    try:
+        with capture_output() as captured:
+            show_quiz(path)
+    finally:
+        # Later tests (test_book_display) need a process with no IPython shell.
+        InteractiveShell.clear_instance()
     data = [output.data for output in captured.outputs]
     assert len(data) == 2
     assert data[0]["text/html"].startswith('<div id="quiz_05_masks"')
@@ -151,3 +157,28 @@ def test_feedback_is_marked_by_symbol_and_fields_are_labelled():
     )
     assert "text.htmlFor = input.id" in script
     assert 'feedback.setAttribute("role", "status")' in script
+
+
+def test_the_style_and_script_are_package_files_written_into_the_quiz():
+    # quiz.css and quiz.js ship as package data (pyproject.toml) and are emitted unchanged, but
+    # for the container id put in place of their placeholders.
+    folder = attention_lab.book.__path__[0]
+    with open(f"{folder}/quiz.css", encoding="utf-8") as css_file:
+        css = css_file.read()
+    with open(f"{folder}/quiz.js", encoding="utf-8") as js_file:
+        js = js_file.read()
+    html, script = quiz_html_and_script(GOOD, "q")
+    assert css.count("#QUIZ") >= 5 and "<style>\n" + css.replace("#QUIZ", "#quiz_q") in html
+    before, after = js.split("/*QUIZ*/")
+    assert script.startswith(before) and script.endswith(
+        after.replace("/*ID*/", json.dumps("quiz_q"))
+    )
+
+
+def test_the_old_module_name_still_works():
+    # Every chapter's last cell runs `from attention_lab.quiz import show_quiz`.
+    import attention_lab.quiz as old
+
+    for name in ("QUESTION_TYPES", "load_quiz", "quiz_html_and_script", "show_quiz"):
+        assert getattr(old, name) is getattr(quiz, name)
+    assert old.validate_quiz is validate_quiz
