@@ -75,10 +75,11 @@ test: lint book
 	$(BIN)/python -m pytest
 
 # The learners' notebooks need the build's numbers (figures, equations, glued values), so the
-# book is built first; labs become workbooks that stop at the stub (book/_ext/learner_notebooks.py).
-# NOTEBOOKS_DIR=dir writes elsewhere. The built book ships the same notebooks in _notebooks/.
+# book is built first; labs become workbooks that stop at the stub
+# (book/_ext/attention_book/notebook_converter.py). NOTEBOOKS_DIR=dir writes elsewhere. The built
+# book ships the same notebooks in _notebooks/.
 notebooks: book
-	@$(BIN)/python book/_ext/learner_notebooks.py "$${NOTEBOOKS_DIR:-notebooks}"
+	@PYTHONPATH=book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m attention_book.notebook_converter "$${NOTEBOOKS_DIR:-notebooks}"
 
 # Measured comparisons: median times over interleaved runs, as ratios to the reference; then
 # the book's own build times (in a temporary copy, so _build/ is untouched).

@@ -1,4 +1,4 @@
-"""The instruments (book/_ext/instruments.py) in headless Chromium, checked against attention_lab.
+"""The instruments (attention_book.instruments) in headless Chromium, checked against attention_lab.
 
 An instrument computes in the page, in JavaScript, from the reader's settings. Its random inputs
 come from the seeded generator of ``book/_static/instruments/core.js``, which this file
