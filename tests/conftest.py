@@ -18,12 +18,19 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import settings
 
 from support import numerics
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# No deadline: the first example of a test pays for torch's lazy initialisation, and on a loaded
+# machine any example may wait for a core.
+settings.register_profile("suite", max_examples=25, deadline=None)
+settings.register_profile("thorough", max_examples=250, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
 def missing(reason: str) -> None:
