@@ -95,6 +95,7 @@ def test_the_source_has_a_stub_a_check_and_a_solution_of_the_same_function(lab):
     assert ":class: dropdown" in text.split("{solution-start}", 1)[1].split("\n", 2)[1]
 
 
+@pytest.mark.book  # `make notebooks` reads the last build's index
 @pytest.mark.parametrize("lab", LABS, ids=NAMES)
 def test_make_notebooks_writes_the_stub_without_the_solution(lab, made_notebooks):
     path = made_notebooks / "labs" / f"{lab.stem}.ipynb"
@@ -128,6 +129,7 @@ def test_make_notebooks_writes_the_stub_without_the_solution(lab, made_notebooks
     assert "The solution is not in this workbook" in nb.cells[-1].source
 
 
+@pytest.mark.book  # `make notebooks` reads the last build's index
 def test_make_notebooks_keeps_every_code_cell_of_the_chapters(made_notebooks):
     chapters = sorted((ROOT / "notebooks_src" / "chapters").glob("*.md"))
     assert chapters
@@ -138,6 +140,7 @@ def test_make_notebooks_keeps_every_code_cell_of_the_chapters(made_notebooks):
         assert code == [c.source for c in source.cells if c.cell_type == "code"], chapter.name
 
 
+@pytest.mark.book  # `make notebooks` reads the last build's index
 def test_make_notebooks_copies_the_quiz_files_the_chapters_read(made_notebooks):
     quizzes = sorted((ROOT / "notebooks_src" / "quizzes").glob("*.json"))
     assert quizzes

@@ -18,6 +18,8 @@ import torch
 from attention_book import live_attention
 from conftest import ROOT
 
+pytestmark = pytest.mark.book  # the ONNX file the build exported
+
 PAGE = "notebooks_src/chapters/09_attention_in_a_pretrained_model.html"
 SENTENCES = [
     "A heron waited by the canal until the barges had passed.",
