@@ -26,11 +26,12 @@ export PYTHONHASHSEED := 0
 # from the last successful build's.
 LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 
-.PHONY: help venv node book test lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
+.PHONY: help venv node book test test-fast lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
 	@echo "make test       lint, library tests, zero-warning book build, built-HTML and browser tests"
+	@echo "make test-fast  lint and the library tests only: no book build, no browser, no slow runs"
 	@echo "make notebooks  build the book, then write every page as a Jupyter notebook into notebooks/"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make bench      library, book and live-box measurements below, about 6 minutes (tables in benchmarks/results/)"
@@ -75,11 +76,17 @@ lint: $(STAMP)
 test: lint book
 	$(BIN)/python -m pytest
 
+# An author's shortcut while changing lib/ or tests/: lint and the tests that need neither the
+# built book nor Chromium nor the slow runs (markers in pyproject.toml). `make test` runs them all.
+test-fast: lint
+	$(BIN)/python -m pytest -m "not book and not browser and not slow"
+
 # The learners' notebooks need the build's numbers (figures, equations, glued values), so the
-# book is built first; labs become workbooks that stop at the stub (book/_ext/learner_notebooks.py).
-# NOTEBOOKS_DIR=dir writes elsewhere. The built book ships the same notebooks in _notebooks/.
+# book is built first; labs become workbooks that stop at the stub
+# (book/_ext/attention_book/notebook_converter.py). NOTEBOOKS_DIR=dir writes elsewhere. The built
+# book ships the same notebooks in _notebooks/.
 notebooks: book
-	@$(BIN)/python book/_ext/learner_notebooks.py "$${NOTEBOOKS_DIR:-notebooks}"
+	@PYTHONPATH=book/_ext$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python -m attention_book.notebook_converter "$${NOTEBOOKS_DIR:-notebooks}"
 
 # Measured comparisons: median times over interleaved runs, as ratios to the reference; then
 # the book's own build times (in a temporary copy, so _build/ is untouched).

@@ -1,9 +1,10 @@
 """How long is each chapter's teaching path? Words of prose, as the book's reading time counts.
 
 Reads the counts the last build recorded (``_build/learner_index.json``, written by
-``book/_ext/learner_notebooks.py`` from ``book/_ext/reading_time.py``'s counts): prose up to the
-"Exercises" section, without code, outputs, display math or folded blocks. Prints a table and
-writes ``benchmarks/results/word_counts.md``. The goal (issue 14) is about 4,000 words a chapter.
+``book/_ext/attention_book/learner_notebooks.py`` from the counts of
+``book/_ext/attention_book/reading_time.py``): prose up to the "Exercises" section, without
+code, outputs, display math or folded blocks. Prints a table and writes
+``benchmarks/results/word_counts.md``. The goal (issue 14) is about 4,000 words a chapter.
 
 Usage: ``python benchmarks/word_counts.py`` after ``make book``.
 """

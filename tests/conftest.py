@@ -3,6 +3,15 @@
 Tests of the built HTML and the browser tests need `make book` to have run (``make test`` runs it
 first). Outside CI a missing prerequisite skips those tests with a message saying what to do; with
 ``CI=true`` it fails them, so CI can never pass by skipping.
+
+Markers (pyproject.toml) say what a test needs: ``book`` the built book in ``_build/``, ``browser``
+headless Chromium, ``slow`` several minutes of pages run again. A test that asks for the built
+book (``html_dir``) or for Chromium (``browser``) gets the marker here even where its module forgot
+it, so ``make test-fast`` (``-m "not book and not browser and not slow"``) never needs a build.
+
+Hypothesis's budget is set once, here: the profile ``suite`` (``HYPOTHESIS_PROFILE=thorough`` runs
+ten times as many examples). A test states ``max_examples`` itself only where its examples cost
+far more or far less than most.
 """
 
 from __future__ import annotations
@@ -18,12 +27,19 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import settings
 
 from support import numerics
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# No deadline: the first example of a test pays for torch's lazy initialisation, and on a loaded
+# machine any example may wait for a core.
+settings.register_profile("suite", max_examples=25, deadline=None)
+settings.register_profile("thorough", max_examples=250, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
 def missing(reason: str) -> None:
@@ -38,6 +54,18 @@ def html_dir() -> Path:
     if not (HTML / "index.html").is_file():
         missing("the book is not built: run `make book` first")
     return HTML
+
+
+# A fixture a test asks for (directly or through another fixture) -> the marker it implies.
+IMPLIED_MARKERS = {"html_dir": "book", "browser": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture, marker in IMPLIED_MARKERS.items():
+            if fixture in item.fixturenames and item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
 
 
 # Put before a learner notebook's first cell when the tests execute it: for every PNG the kernel
@@ -314,6 +342,35 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 SCREENSHOTS = ROOT / "tests" / "screenshots"
+# axe-core, the accessibility audit the browser tests inject into pages (npm, `make book`).
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="session")
+def axe() -> Path:
+    """The path of axe-core's script; missing, the test is skipped (failed with ``CI=true``)."""
+    if not AXE.is_file():
+        missing(f"{AXE.relative_to(ROOT)} is missing: run `make book` (it runs `npm ci`)")
+    return AXE
+
+
+def element_screenshot(locator, name: str) -> Path:
+    """Write a screenshot of ``locator`` (a Playwright locator) to ``tests/screenshots/<name>.png``.
+
+    Checks what was written: a PNG as wide as the element (in CSS px, the browser's scale being
+    1), so a screenshot of nothing, or of a collapsed element, fails. Returns the file's path.
+    """
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    locator.scroll_into_view_if_needed()
+    width = locator.bounding_box()["width"]
+    locator.screenshot(path=str(path))
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
+    png_width = int.from_bytes(data[16:20], "big")  # the IHDR chunk's width
+    assert width > 0 and abs(png_width - width) <= 1, (path.name, png_width, width)
+    return path
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from attention_lab.bert import BertEmbedding, BertEncoder, key_mask, mean_pool
@@ -117,7 +117,6 @@ def test_mean_pool_of_an_all_padding_row_is_zero():
     assert torch.all(pooled == 0) and not pooled.isnan().any()
 
 
-@settings(max_examples=30, deadline=None)
 @given(
     lengths=st.lists(st.integers(1, 6), min_size=1, max_size=4),
     noise=st.floats(-1e3, 1e3, allow_nan=False),

@@ -186,7 +186,7 @@ def test_every_explorer_has_a_caption_and_a_text_alternative(html_dir):
             assert figure, f"{page.name}: {div_id} is not in a captioned figure"
             assert f'id="{div_id}"' in figure.group(0)
             assert texts[div_id]["operate"].split()[0] in figure.group(0)
-        # The instruments (book/_ext/instruments.py) write their own captioned figure.
+        # The instruments (attention_book.instruments) write their own captioned figure.
         instruments = r'<figure class="explorer instrument" id="instrument-([a-z-]+)"'
         for name in re.findall(instruments, text):
             figure_id = f"instrument-{name}"

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import SCREENSHOTS
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 
 class PageVisit:

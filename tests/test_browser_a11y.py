@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, missing
+from conftest import AXE, ROOT
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.book, pytest.mark.browser]
 
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_A_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 BLOCKING = ("critical", "serious")
 # Rules this stack cannot satisfy, each with the reason and the upstream issue. Empty: every
@@ -78,13 +76,7 @@ def audit(context, base: str, page: str) -> list[dict]:
     ]
 
 
-@pytest.fixture(scope="module")
-def axe_available():
-    if not AXE.is_file():
-        missing(f"{AXE.relative_to(ROOT)} is missing: run `make book` (it runs `npm ci`)")
-
-
-def test_axe_finds_no_serious_violation_on_any_page(browser, server, html_dir, axe_available):
+def test_axe_finds_no_serious_violation_on_any_page(browser, server, html_dir, axe):
     pages = page_weights.built_pages(html_dir)
     assert len(pages) >= 20, pages
     problems = []
@@ -97,7 +89,7 @@ def test_axe_finds_no_serious_violation_on_any_page(browser, server, html_dir, a
     assert not problems, "\n".join(problems)
 
 
-def test_axe_catches_an_unlabelled_field(browser, server, axe_available):
+def test_axe_catches_an_unlabelled_field(browser, server, axe):
     # The audit must be able to fail: a page with a field that has no label is reported.
     tab = browser.new_page()
     try:
@@ -190,24 +182,3 @@ def test_shared_assets_are_cached_across_pages(weights):
     # Sanity of the measure itself: a first visit costs more than the next page everywhere.
     for r in rows:
         assert r["next_page"] < r["first_visit"], r
-
-
-def test_the_budget_check_fails_a_heavy_page():
-    rows = [
-        {"page": "a.html", "first_visit": page_weights.FIRST_VISIT_BUDGET + 1, "next_page": 1},
-        {"page": "b.html", "first_visit": 1, "next_page": page_weights.NEXT_PAGE_BUDGET * 3},
-        {"page": "c.html", "first_visit": 1, "next_page": page_weights.NEXT_PAGE_BUDGET * 2},
-    ]
-    problems = page_weights.over_budget(rows)
-    assert any(p.startswith("a.html") for p in problems)
-    assert any(p.startswith("median next page") for p in problems)
-    assert not any(p.startswith(("b.html", "c.html")) for p in problems)
-
-
-def test_compressed_size_is_gzip_for_text_and_raw_for_images(tmp_path: Path):
-    text = tmp_path / "a.js"
-    text.write_text("var x = 1;\n" * 1000)
-    image = tmp_path / "a.png"
-    image.write_bytes(bytes(range(256)) * 4)
-    assert page_weights.compressed_size(text) < text.stat().st_size / 10
-    assert page_weights.compressed_size(image) == image.stat().st_size

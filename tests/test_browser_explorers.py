@@ -20,7 +20,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from attention_lab import interactive
 from conftest import SCREENSHOTS, missing
 
-pytestmark = pytest.mark.browser
+pytestmark = pytest.mark.book
 
 CHAPTERS = "notebooks_src/chapters"
 PLOTLY_JS = "_static/vendor/plotly/plotly-cartesian.min.js"
@@ -207,6 +207,7 @@ def test_plotly_js_is_loaded_exactly_where_there_is_a_figure(html_dir):
     assert (html_dir / PLOTLY_JS).stat().st_size > 1_000_000
 
 
+@pytest.mark.browser
 def test_every_plotly_figure_renders(browser, server, html_dir):
     problems = []
     for page in built_pages(html_dir):
@@ -227,6 +228,7 @@ def test_every_plotly_figure_renders(browser, server, html_dir):
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.browser
 def test_markup_in_a_token_is_shown_as_text_and_runs_nothing(browser, server):
     tokens = ["[CLS]", MARKUP, "[SEP]"]
     weights = [[[[1 / 3] * 3] * 3]]  # [L, H, T, T] = [1, 1, 3, 3]
@@ -267,6 +269,7 @@ def keyboard_choice(reader: Reader, select_id: str) -> str:
     return select.evaluate("s => s.options[s.selectedIndex].text")
 
 
+@pytest.mark.browser
 def test_heads_explorer(browser, server, html_dir):
     div = "explorer-heads"
     reader = Reader(browser, server, chapter(html_dir, "03"))
@@ -291,6 +294,7 @@ def test_heads_explorer(browser, server, html_dir):
     reader.close()
 
 
+@pytest.mark.browser
 def test_attention_explorer(browser, server, html_dir):
     div = "explorer-attention"
     reader = Reader(browser, server, chapter(html_dir, "09"))

@@ -1,4 +1,4 @@
-"""The instruments (book/_ext/instruments.py) in headless Chromium, checked against attention_lab.
+"""The instruments (attention_book.instruments) in headless Chromium, checked against attention_lab.
 
 An instrument computes in the page, in JavaScript, from the reader's settings. Its random inputs
 come from the seeded generator of ``book/_static/instruments/core.js``, which this file
@@ -20,12 +20,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from test_browser_a11y import AXE, BLOCKING, page_weights, run_axe
+from test_browser_a11y import BLOCKING, page_weights, run_axe
 
 from attention_lab.attention import scaled_dot_product_attention
-from conftest import SCREENSHOTS
+from conftest import SCREENSHOTS, element_screenshot
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 PAGE = "notebooks_src/chapters/02_scaled_dot_product_attention.html"
 MASKS_PAGE = "notebooks_src/chapters/05_masks.html"
@@ -270,9 +270,7 @@ def test_the_widest_and_smallest_settings(page):
     page.set_range("tau", 0)
 
 
-def test_the_instrument_is_accessible(page):
-    if not AXE.is_file():
-        pytest.skip("axe-core is not installed (make book runs npm ci)")
+def test_the_instrument_is_accessible(page, axe):
     result = run_axe(page.tab)
     blocking = [
         (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
@@ -316,10 +314,10 @@ def test_readable_on_a_phone(browser, server):
 
 
 def test_a_desktop_screenshot(page):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.tab.locator("#instrument-scaling").screenshot(
-        path=str(SCREENSHOTS / "instrument_scaling.png")
+    assert page.tab.evaluate(
+        "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
     )
+    element_screenshot(page.tab.locator("#instrument-scaling"), "instrument_scaling")
 
 
 def test_no_error_no_request_outside_and_no_plotly(page, server, browser, html_dir):
@@ -492,11 +490,10 @@ def test_masks_from_the_keyboard_with_other_settings(masks_page):
     tab.select_option("#instrument-masks-fill", "library")
 
 
-def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, server, html_dir):
-    if AXE.is_file():
-        result = run_axe(masks_page.tab)
-        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-        assert not blocking, blocking
+def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, server, html_dir, axe):
+    result = run_axe(masks_page.tab)
+    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+    assert not blocking, blocking
     masks_page.tab.locator("#instrument-masks").screenshot(
         path=str(SCREENSHOTS / "instrument_masks.png")
     )
@@ -620,11 +617,12 @@ def test_positional_the_prose_claims_and_other_settings(pe_page):
     pe_page.set_range("pos", 10)
 
 
-def test_positional_accessible_readable_on_a_phone_and_light(pe_page, browser, server, html_dir):
-    if AXE.is_file():
-        result = run_axe(pe_page.tab)
-        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-        assert not blocking, blocking
+def test_positional_accessible_readable_on_a_phone_and_light(
+    pe_page, browser, server, html_dir, axe
+):
+    result = run_axe(pe_page.tab)
+    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+    assert not blocking, blocking
     pe_page.tab.locator("#instrument-positional").screenshot(
         path=str(SCREENSHOTS / "instrument_positional.png")
     )
@@ -742,11 +740,10 @@ def test_heads_other_settings_from_the_keyboard(heads_page):
     tab.fill("#instrument-heads-seed", "0")
 
 
-def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, server, html_dir):
-    if AXE.is_file():
-        result = run_axe(heads_page.tab)
-        blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-        assert not blocking, blocking
+def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, server, html_dir, axe):
+    result = run_axe(heads_page.tab)
+    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
+    assert not blocking, blocking
     heads_page.tab.locator("#instrument-heads").screenshot(
         path=str(SCREENSHOTS / "instrument_heads.png")
     )

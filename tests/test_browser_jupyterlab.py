@@ -24,7 +24,7 @@ import pytest
 
 from conftest import SCREENSHOTS
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import SCREENSHOTS
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 # Each lab page and the learner's function it defines.
 LABS = {

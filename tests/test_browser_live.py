@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, SCREENSHOTS, QuietHandler
+from conftest import ROOT, SCREENSHOTS, QuietHandler, element_screenshot
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 PAGE = "notebooks_src/chapters/09_attention_in_a_pretrained_model.html"
 # Sentences that are not in the chapter's gallery: one with non-ASCII letters, marks and an
@@ -325,12 +325,10 @@ def test_two_sentences_side_by_side_and_their_difference(live):
     assert live.tab.locator(".live-compare-views").is_hidden()
 
 
-def test_the_loaded_box_is_accessible(live):
+def test_the_loaded_box_is_accessible(live, axe):
     # axe-core (WCAG 2.0/2.1 A and AA) on the page once the box shows its views, comparison on.
-    from test_browser_a11y import AXE, BLOCKING, run_axe
+    from test_browser_a11y import BLOCKING, run_axe
 
-    if not AXE.is_file():
-        pytest.skip("axe-core is not installed (make book runs npm ci)")
     live.type("Dog bites man.")
     live.tab.check("#live-compare")
     live.tab.fill("#live-text-b", "Man bites dog.")
@@ -410,16 +408,19 @@ def test_from_a_sub_path_on_a_phone(browser, sub_path_server):
 
 
 def test_a_desktop_screenshot(live):
+    box = live.tab.locator("#live-attention")
+    no_sideways_scroll = (
+        "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
     live.type(UNSEEN[0])
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    live.tab.locator("#live-attention").screenshot(path=str(SCREENSHOTS / "live_attention.png"))
+    assert live.tab.evaluate(no_sideways_scroll)
+    element_screenshot(box, "live_attention")
     live.type("Dog bites man.")
     live.tab.check("#live-compare")
     live.tab.fill("#live-text-b", "Man bites dog.")
     live.tab.wait_for_function("() => window.liveAttention.difference !== null")
-    live.tab.locator("#live-attention").screenshot(
-        path=str(SCREENSHOTS / "live_attention_compare.png")
-    )
+    assert live.tab.evaluate(no_sideways_scroll)
+    element_screenshot(box, "live_attention_compare")
     live.tab.uncheck("#live-compare")
 
 

@@ -17,7 +17,7 @@ from test_browser import PageVisit
 
 from conftest import ROOT, SCREENSHOTS, missing
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 QUIZZES = sorted((ROOT / "notebooks_src" / "quizzes").glob("*.json"))
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
@@ -20,10 +20,6 @@ from attention_lab.circuits import (
 )
 from attention_lab.masks import padding_mask
 from attention_lab.training import train
-
-# Few examples and no deadline: the suite shares two CPU cores and must stay fast.
-FAST = settings(max_examples=25, deadline=None)
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -125,7 +121,6 @@ def test_padding_mask_is_combined_with_the_causal_mask():
 # Causality
 
 
-@FAST
 @given(
     seq_len=st.integers(2, 10),
     cut=st.integers(0, 8),

@@ -4,7 +4,7 @@ import numpy as np
 import pandas
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from torch.nn.utils.rnn import pad_sequence as torch_pad_sequence
 
@@ -16,9 +16,6 @@ from attention_lab.data import (
     validate_frame,
 )
 from attention_lab.masks import padding_mask
-
-# Few examples and no deadline: the suite shares two CPU cores and must stay fast.
-FAST = settings(max_examples=40, deadline=None)
 
 sentences = st.lists(st.lists(st.integers(0, 50), max_size=8), max_size=6)
 
@@ -35,7 +32,6 @@ def from_frame(frame: pandas.DataFrame) -> list[list[int]]:
 # generate_synthetic_data
 
 
-@FAST
 @given(
     num_sentences=st.integers(0, 20),
     vocab_size=st.integers(1, 50),
@@ -172,7 +168,6 @@ def test_pad_sequences_accepts_numpy_ints_and_tuples():
     assert torch.equal(padded, torch.tensor([[4, 2], [1, 0]]))
 
 
-@FAST
 @given(batch=st.lists(st.lists(st.integers(-5, 50), max_size=8), min_size=1, max_size=6))
 def test_pad_sequences_matches_torch_pad_sequence(batch):
     pad_id = -1
@@ -184,7 +179,6 @@ def test_pad_sequences_matches_torch_pad_sequence(batch):
     torch.testing.assert_close(pad_sequences(batch, pad_id=pad_id), expected, rtol=0, atol=0)
 
 
-@FAST
 @given(batch=st.lists(st.lists(st.integers(1, 50), max_size=8), min_size=1, max_size=6))
 def test_padding_mask_marks_exactly_the_real_tokens(batch):
     # Ids start at 1, so the default pad_id 0 never occurs in the data.
@@ -243,7 +237,6 @@ def test_to_frame_of_no_sentences():
     validate_frame(frame, vocab_size=1)
 
 
-@FAST
 @given(batch=sentences)
 def test_to_frame_round_trip(batch):
     frame = to_frame(batch)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -154,7 +154,6 @@ def test_empty_key_sequence_gives_zero_output():
     assert torch.equal(output, torch.zeros(2, 3, 5))
 
 
-@settings(max_examples=40, deadline=None)
 @given(
     data=st.data(),
     batch=st.integers(1, 3),
@@ -333,7 +332,6 @@ def test_decode_step_cache_holds_the_projected_keys_and_values():
     torch.testing.assert_close(cache.values, values)
 
 
-@settings(max_examples=25, deadline=None)
 @given(
     sizes=st.lists(st.integers(1, 4), min_size=1, max_size=6),
     batch=st.integers(1, 3),

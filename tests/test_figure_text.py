@@ -100,6 +100,7 @@ def test_the_rule_scales_a_wide_figure_down_and_a_narrow_one_not():
     assert rendered_px(10, 100, 1000, 390) < SMALLEST  # a 10-inch figure on a phone
 
 
+@pytest.mark.book
 @pytest.mark.parametrize("source", SOURCES, ids=IDS)
 def test_every_figure_has_text_of_at_least_9_css_px(source, executed_notebook):
     nb = executed_notebook(notebook_of(source))
@@ -124,6 +125,8 @@ def test_every_figure_has_text_of_at_least_9_css_px(source, executed_notebook):
     assert not legible, f"now legible: remove {legible} from NOT_YET"
 
 
+@pytest.mark.book
+@pytest.mark.browser
 @pytest.mark.parametrize("viewport", sorted(COLUMN))
 def test_the_column_widths_are_the_ones_measured(viewport, browser, server):
     """Every figure image is shown at min(natural width, COLUMN[viewport]), and is a link to
@@ -158,6 +161,8 @@ def test_the_column_widths_are_the_ones_measured(viewport, browser, server):
         assert image["link"] == image["src"], f"{image['src']} is not a link to itself"
 
 
+@pytest.mark.book
+@pytest.mark.browser
 @pytest.mark.parametrize("viewport", sorted(COLUMN))
 def test_a_tap_to_open_figure_says_so_on_a_phone_only(viewport, browser, server):
     """Under each TAP_TO_OPEN figure, a phone shows a hint that a tap enlarges it (inside the

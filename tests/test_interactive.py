@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from attention_lab import interactive
@@ -99,7 +99,6 @@ def test_importing_prints_nothing_and_keeps_plotly_defaults(capsys):
     assert capsys.readouterr() == ("", "")
 
 
-@settings(max_examples=25, deadline=None)
 @given(st.integers(min_value=1, max_value=6), st.integers(min_value=0, max_value=10_000))
 def test_stored_weights_are_the_inputs_rounded(size, seed):
     weights = random_weights(1, 1, size, size, seed=seed)

@@ -8,16 +8,13 @@ from __future__ import annotations
 import ast
 import os
 import subprocess
-import sys
 
 import jupytext
 import nbformat
 import pytest
 
+from attention_book import notebook_converter
 from conftest import ROOT, missing
-
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import learner_notebooks  # noqa: E402 - book/_ext is not a package
 
 LABS = sorted((ROOT / "notebooks_src" / "labs").glob("*.md"))
 NAMES = [lab.stem for lab in LABS]
@@ -53,7 +50,7 @@ def stub_cell(nb) -> str:
 def made_notebooks(tmp_path_factory):
     """Run `make notebooks` (without re-creating the venv or rebuilding the book) into a
     temporary folder."""
-    if not (ROOT / "_build" / learner_notebooks.INDEX_NAME).is_file():
+    if not (ROOT / "_build" / notebook_converter.INDEX_NAME).is_file():
         missing("the book is not built: run `make book` first")
     out = tmp_path_factory.mktemp("notebooks")
     result = subprocess.run(
@@ -98,6 +95,7 @@ def test_the_source_has_a_stub_a_check_and_a_solution_of_the_same_function(lab):
     assert ":class: dropdown" in text.split("{solution-start}", 1)[1].split("\n", 2)[1]
 
 
+@pytest.mark.book  # `make notebooks` reads the last build's index
 @pytest.mark.parametrize("lab", LABS, ids=NAMES)
 def test_make_notebooks_writes_the_stub_without_the_solution(lab, made_notebooks):
     path = made_notebooks / "labs" / f"{lab.stem}.ipynb"
@@ -131,6 +129,7 @@ def test_make_notebooks_writes_the_stub_without_the_solution(lab, made_notebooks
     assert "The solution is not in this workbook" in nb.cells[-1].source
 
 
+@pytest.mark.book  # `make notebooks` reads the last build's index
 def test_make_notebooks_keeps_every_code_cell_of_the_chapters(made_notebooks):
     chapters = sorted((ROOT / "notebooks_src" / "chapters").glob("*.md"))
     assert chapters
@@ -141,6 +140,7 @@ def test_make_notebooks_keeps_every_code_cell_of_the_chapters(made_notebooks):
         assert code == [c.source for c in source.cells if c.cell_type == "code"], chapter.name
 
 
+@pytest.mark.book  # `make notebooks` reads the last build's index
 def test_make_notebooks_copies_the_quiz_files_the_chapters_read(made_notebooks):
     quizzes = sorted((ROOT / "notebooks_src" / "quizzes").glob("*.json"))
     assert quizzes
@@ -152,7 +152,7 @@ def test_make_notebooks_copies_the_quiz_files_the_chapters_read(made_notebooks):
 @pytest.mark.parametrize("lab", LABS, ids=NAMES)
 def test_a_learner_running_the_workbook_is_stopped_by_the_check_with_advice(lab, capsys):
     """Run the workbook's cells in order, as "Run All" does: the first error is the check's."""
-    cells = learner_notebooks.workbook_cells(jupytext.read(lab).cells, lab.name)
+    cells = notebook_converter.workbook_cells(jupytext.read(lab).cells, lab.name)
     namespace: dict = {}
     error = None
     for cell in cells:
@@ -175,12 +175,12 @@ def test_a_learner_running_the_workbook_is_stopped_by_the_check_with_advice(lab,
 def test_a_lab_without_a_solution_is_refused(tmp_path):
     lab = tmp_path / "01_no_solution.md"
     lab.write_text(LABS[0].read_text().split("## Solution", 1)[0])
-    with pytest.raises(learner_notebooks.ConversionError, match="a lab needs a solution"):
-        learner_notebooks.workbook_cells(jupytext.read(lab).cells, lab.name)
+    with pytest.raises(notebook_converter.ConversionError, match="a lab needs a solution"):
+        notebook_converter.workbook_cells(jupytext.read(lab).cells, lab.name)
 
 
 def test_a_lab_without_a_stub_is_refused(tmp_path):
     lab = tmp_path / "01_no_stub.md"
     lab.write_text(LABS[0].read_text().replace(STUB, "return None  #"))
-    with pytest.raises(learner_notebooks.ConversionError, match="a lab needs a stub"):
-        learner_notebooks.workbook_cells(jupytext.read(lab).cells, lab.name)
+    with pytest.raises(notebook_converter.ConversionError, match="a lab needs a stub"):
+        notebook_converter.workbook_cells(jupytext.read(lab).cells, lab.name)

@@ -117,7 +117,6 @@ def dataclass_replace(config, **changes):
 # --- Causality ------------------------------------------------------------------------------
 
 
-@settings(max_examples=30, deadline=None)
 @given(
     length=st.integers(2, CONFIG.max_len),
     position=st.data(),
@@ -151,7 +150,6 @@ def test_without_the_mask_a_later_token_changes_earlier_logits():
 # --- The key/value cache --------------------------------------------------------------------
 
 
-@settings(max_examples=25, deadline=None)
 @given(
     length=st.integers(1, CONFIG.max_len),
     prompt=st.data(),
@@ -275,7 +273,8 @@ def allowed_by_rules(prefix, language):
     return allowed
 
 
-@settings(max_examples=60, deadline=None)
+# Cheap examples (no model): more than the suite's budget.
+@settings(max_examples=60)
 @given(
     rows=st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=10), min_size=1, max_size=4),
     max_depth=st.integers(1, 3),

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 from torch.nn import functional as F  # noqa: N812
@@ -215,7 +215,6 @@ def test_feed_forward_is_position_wise():
     torch.testing.assert_close(ff(x[:, order]), ff(x)[:, order])
 
 
-@settings(max_examples=25, deadline=None)
 @given(
     batch=st.integers(1, 3),
     seq_len=st.integers(1, 6),

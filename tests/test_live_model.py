@@ -1,4 +1,4 @@
-"""The ONNX file the build serves for chapter 09's live box (book/_ext/live_attention.py).
+"""The ONNX file the build serves for chapter 09's live box (attention_book.live_attention).
 
 Run with onnxruntime in Python, it gives the PyTorch model's attention weights and hidden states
 on sentences that are not in the chapter's gallery; its weights are float16 (not int8), its
@@ -8,7 +8,6 @@ sequence length is dynamic, and it is the export of the current model and export
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import re
 
@@ -16,7 +15,10 @@ import numpy as np
 import pytest
 import torch
 
+from attention_book import live_attention
 from conftest import ROOT
+
+pytestmark = pytest.mark.book  # the ONNX file the build exported
 
 PAGE = "notebooks_src/chapters/09_attention_in_a_pretrained_model.html"
 SENTENCES = [
@@ -33,15 +35,6 @@ ATOL_ATTENTION = 5e-3
 # is 2e-3 of the largest value of the sentence's hidden states (about 2e-2), float16's relative
 # rounding error (4.9e-4) compounded over the six layers.
 RTOL_HIDDEN = 2e-3
-
-
-def _live_module():
-    spec = importlib.util.spec_from_file_location(
-        "live_attention", ROOT / "book" / "_ext" / "live_attention.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +103,8 @@ def test_weights_are_float16_and_length_is_dynamic(served):
 def test_the_book_serves_the_current_export():
     # The cache key names the served file: a changed model or exporter gives a new key, so a
     # rebuild exports again (and a browser fetches the new file instead of its cached copy).
-    live = _live_module()
-    key = live.cache_key()
+    key = live_attention.cache_key()
     assert re.fullmatch(r"[0-9a-f]{16}", key)
-    assert key == live.cache_key()
-    assert (ROOT / "_build" / "html" / "_static" / "live" / f"{key}-{live.FILENAME}").is_file()
+    assert key == live_attention.cache_key()
+    exported = ROOT / "_build" / "html" / "_static" / "live" / f"{key}-{live_attention.FILENAME}"
+    assert exported.is_file()

@@ -21,15 +21,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from attention_book import notebook_converter, notebook_downloads
 from conftest import HTML, ROOT
 from support import numerics
 
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-import learner_notebooks  # noqa: E402 - book/_ext is not a package
+pytestmark = pytest.mark.book  # the notebooks the build wrote into _build/html/_notebooks/
 
 SOURCES = sorted((ROOT / "notebooks_src").rglob("*.md"))
 IDS = [str(p.relative_to(ROOT / "notebooks_src").with_suffix("")) for p in SOURCES]
-NOTEBOOKS = HTML / learner_notebooks.HTML_DIR_NAME
+NOTEBOOKS = HTML / notebook_downloads.HTML_DIR_NAME
 PLOTLY = "application/vnd.plotly.v1+json"
 # Every MIME type a page's outputs may carry; anything else would be dropped by the book's
 # build without a warning (see suppress_warnings in _config.yml), so it fails here.
@@ -237,14 +237,14 @@ def test_glued_numbers_fill_the_prose():
     """Every {glue:text} of a page becomes the number the book shows."""
     source = ROOT / "notebooks_src" / "chapters" / "06_transformer_block.md"
     nb = nbformat.read(notebook_of(source), as_version=4)
-    index = json.loads((ROOT / "_build" / learner_notebooks.INDEX_NAME).read_text())
+    index = json.loads((ROOT / "_build" / notebook_converter.INDEX_NAME).read_text())
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     page = page_of(source).read_text(encoding="utf-8")
     glued = re.findall(r"\{glue:text\}`([^`]+)`", source.read_text())
     assert len(glued) > 10
     for role in glued:
         key, _, spec = role.rpartition(":")
-        value = learner_notebooks._format_plain(
+        value = notebook_converter.format_plain(
             index["glue"]["notebooks_src/chapters/06_transformer_block"][key]["text/plain"], spec
         )
         assert value in text, f"{role} -> {value} is not in the notebook"
@@ -288,7 +288,7 @@ def test_every_page_offers_its_notebook_for_download(source, html_dir):
     wanted = {
         "Download this page as a Jupyter notebook": notebook_of(source),
         "Every notebook, the quizzes, the library's wheel and requirements": (
-            NOTEBOOKS / learner_notebooks.ZIP_NAME
+            NOTEBOOKS / notebook_downloads.ZIP_NAME
         ),
     }
     for title, file in wanted.items():
@@ -298,7 +298,7 @@ def test_every_page_offers_its_notebook_for_download(source, html_dir):
 
 
 def test_the_zip_has_every_notebook_the_quizzes_and_an_installable_wheel(html_dir, tmp_path):
-    archive = zipfile.ZipFile(NOTEBOOKS / learner_notebooks.ZIP_NAME)
+    archive = zipfile.ZipFile(NOTEBOOKS / notebook_downloads.ZIP_NAME)
     names = set(archive.namelist())
     for source in SOURCES:
         relative = source.relative_to(ROOT / "notebooks_src").with_suffix(".ipynb")

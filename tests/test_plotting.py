@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
@@ -500,7 +500,6 @@ def legend_colours(ax) -> dict[str, tuple[float, ...]]:
     }
 
 
-@settings(max_examples=25, deadline=None)
 @given(st.integers(1, 12), st.integers(1, 12), st.integers(0, 2**16))
 def test_mask_image_colours_every_cell_as_its_legend_says(num_queries, num_keys, seed):
     mask = random_mask(num_queries, num_keys, seed)
@@ -638,7 +637,6 @@ def arc_curve(patch):
     return lambda t: segment([t])[0]  # the point at parameter t in [0, 1], in data units
 
 
-@settings(max_examples=25, deadline=None)
 @given(
     size=st.integers(min_value=1, max_value=7),
     seed=st.integers(min_value=0, max_value=2**16),

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
@@ -20,8 +20,6 @@ from attention_lab.seq2seq import (
 )
 from attention_lab.training import evaluate, train
 
-# Few examples and no deadline: the suite shares two CPU cores and must stay fast.
-FAST = settings(max_examples=25, deadline=None)
 SOURCE_VOCAB, TARGET_VOCAB = 7, 9
 
 
@@ -106,7 +104,6 @@ def test_forward_returns_logits_and_every_layers_weights():
         torch.testing.assert_close(w.sum(dim=-1), torch.ones(2, 2, 4))
 
 
-@FAST
 @given(
     lengths=st.lists(st.integers(1, 6), min_size=1, max_size=3),
     extra=st.integers(0, 3),
@@ -138,7 +135,6 @@ def test_padded_source_receives_no_cross_attention_and_changes_nothing(
         torch.testing.assert_close(changed(source, target).logits, out.logits)
 
 
-@FAST
 @given(
     length=st.integers(2, 7),
     cut=st.integers(0, 5),
@@ -185,7 +181,6 @@ def test_the_source_changes_the_logits_through_cross_attention():
 # Greedy decoding
 
 
-@FAST
 @given(seed=st.integers(0, 2**16), steps=st.integers(1, 8))
 def test_greedy_decode_is_the_argmax_of_the_full_forward_at_every_step(seed, steps):
     model = tiny_model(seed=seed % 5)

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
@@ -21,10 +21,6 @@ from attention_lab.training import (
     token_loss,
     train,
 )
-
-# Few examples and no deadline: the suite shares two CPU cores and must stay fast.
-FAST = settings(max_examples=30, deadline=None)
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -108,7 +104,6 @@ def manual_loss(logits, targets, pad_id):
     return (-picked[keep].sum() / keep.sum()).float()
 
 
-@FAST
 @given(
     batch=st.integers(1, 4),
     length=st.integers(1, 6),
@@ -406,7 +401,6 @@ def test_pattern_share_of_uniform_and_exact_heads():
     torch.testing.assert_close(pattern_share(torch.eye(size), reversal), torch.zeros(size))
 
 
-@FAST
 @given(heads=st.integers(1, 3), size=st.integers(1, 7), seed=st.integers(0, 2**16))
 def test_pattern_share_matches_a_loop(heads, size, seed):
     generator = torch.Generator().manual_seed(seed)

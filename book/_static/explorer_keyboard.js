@@ -1,8 +1,9 @@
 // Keyboard controls for the interactive explorers. plotly.js draws its buttons, dropdowns and
 // sliders in SVG, which the keyboard cannot reach (Tab skips them). Under each explorer
-// (a figure.explorer, see book/_ext/accessibility.py) this adds one native <select> per plotly
-// control, labelled with the control's own name, offering the same choices and applying them
-// the same way (plotly's method and arguments), so the figure's controls and these stay in step.
+// (a figure.explorer, see book/_ext/attention_book/interactive_figure.py) this adds one native
+// <select> per plotly control, labelled with the control's own name, offering the same choices
+// and applying them the same way (plotly's method and arguments), so the figure's controls and
+// these stay in step.
 (function () {
   "use strict";
 

@@ -1,5 +1,5 @@
-// The instruments' shared arithmetic (book/_ext/instruments.py links this file, then each
-// instrument's own script, on the pages that hold one). Plain JavaScript, float64 throughout.
+// The instruments' shared arithmetic (book/_ext/attention_book/instruments.py links this file,
+// then each instrument's own script, on the pages that hold one). Plain JavaScript, float64 throughout.
 //
 // Every random input comes from a seeded generator that tests/test_browser_instruments.py
 // reproduces in Python, so the page's numbers can be compared with attention_lab's:

@@ -1,7 +1,7 @@
 // The live attention box of chapter 09: all-MiniLM-L6-v2 run in the reader's browser.
 //
-// The page holds the box (book/_ext/live_attention.py writes it: a text field, a button that
-// states the download size). Nothing below downloads anything until the button is pressed; then
+// The page holds the box (book/_ext/attention_book/live_attention.py writes it: a text field, a
+// button that states the download size). Nothing below downloads anything until the button is pressed; then
 // it fetches, from this book's own _static folder, ONNX Runtime's single-threaded WebAssembly
 // build, the exported model and the model's tokenizer, and runs the model on every sentence
 // typed. Tokens are shown as text only (textContent, <option> text, canvas fillText), never as

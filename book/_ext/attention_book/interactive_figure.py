@@ -1,18 +1,15 @@
-"""Markup fixes for accessibility, each at the place that writes the markup.
+"""The interactive figures: explorers (plotly) and instruments, numbered with the page's figures.
 
-- myst-nb's folded code cells: the ``<summary>`` is named "Toggle hidden content" by an
-  ``aria-label`` while it shows "Show code cell source"; a name that does not contain the
-  visible text fails speech-input users (WCAG 2.5.3). Without the label it is named by what it
-  shows.
-- Citations (the bibliography): docutils wraps them in ``role="list"`` but gives each entry the
-  deprecated ``doc-biblioentry`` role instead of ``listitem``, so the list has no items for
-  assistive technology (ARIA requires them). Each entry is a ``listitem`` here.
-- Interactive explorers (plotly figures) and instruments: each is wrapped in a ``<figure>``
-  with a caption and a text alternative (what it shows, how to operate it), read from
-  ``book/explorers.yml`` by the figure's ``div_id``. A build fails if an explorer has no entry
-  there. Both are numbered with the page's figures ("Fig. 3.5"): an ``InteractiveFigure`` node,
-  an enumerable node of type ``figure``, holds each one's place when the page is read, so that
-  Sphinx counts it, and its number goes into the caption when the page is written.
+Each is wrapped in a ``<figure>`` with a caption and a text alternative (what it shows, how to
+operate it), read from ``book/explorers.yml`` by the figure's id (a plotly div's ``div_id``, an
+instrument's ``instrument-<name>``). A build fails if one has no entry there. Both are numbered
+with the page's figures ("Fig. 3.5"): an :class:`InteractiveFigure` node, an enumerable node of
+type ``figure``, holds each one's place when the page is read, so that Sphinx counts it, and its
+number goes into the caption when the page is written.
+
+As a Sphinx extension this module registers the node, puts every plotly explorer of a page in
+one when the page is read, and writes every such node as its numbered ``<figure>``. Instruments
+make their own node (``attention_book.instruments``).
 """
 
 from __future__ import annotations
@@ -23,40 +20,20 @@ from pathlib import Path
 
 import yaml
 from docutils import nodes
-from myst_nb.sphinx_ import HideCodeCellNode
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
-EXPLORERS = Path("book") / "explorers.yml"
+EXPLORERS = Path("book") / "explorers.yml"  # relative to the book's root (Sphinx's confdir)
+KEYBOARD_NOTE = " From the keyboard, the menus under the figure do the same as its controls."
 _PLOTLY_DIV = re.compile(r'<div id="([A-Za-z][\w-]*)" class="plotly-graph-div"')
 
 
-def visit_hide_cell_input(self, node: HideCodeCellNode) -> None:
-    classes = " ".join(node["classes"])
-    self.body.append(f'<details class="admonition hide {classes}">\n')
-    self.body.append("<summary>\n")
-    self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
-    self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
-    self.body.append("</summary>\n")
+def explorer_texts(app: Sphinx) -> dict:
+    """``book/explorers.yml``: each interactive figure's ``caption``, ``shows`` and ``operate``.
 
-
-def depart_hide_cell_input(self, node: HideCodeCellNode) -> None:
-    self.body.append("</details>\n")
-
-
-def visit_citation(self, node: nodes.citation) -> None:
-    if not isinstance(node.previous_sibling(), type(node)):
-        self.body.append('<div role="list" class="citation-list">\n')
-    self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
-
-
-def depart_citation(self, node: nodes.citation) -> None:
-    self.body.append("</div>\n")
-    if not isinstance(node.next_node(descend=False, siblings=True), type(node)):
-        self.body.append("</div>\n")
-
-
-def _explorer_texts(app: Sphinx) -> dict:
+    Raises:
+        ExtensionError: an entry lacks one of the three fields.
+    """
     path = Path(app.confdir) / EXPLORERS
     texts = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     for div_id, entry in texts.items():
@@ -66,7 +43,18 @@ def _explorer_texts(app: Sphinx) -> dict:
     return texts
 
 
-KEYBOARD_NOTE = " From the keyboard, the menus under the figure do the same as its controls."
+def explorer_entry(app: Sphinx, key: str, docname: str, kind: str = "explorer") -> dict:
+    """The entry ``key`` of ``book/explorers.yml``, for the ``kind`` a page ``docname`` holds.
+
+    Raises:
+        ExtensionError: ``book/explorers.yml`` has no entry ``key``, or the entry is incomplete.
+    """
+    entry = explorer_texts(app).get(key)
+    if entry is None:
+        raise ExtensionError(
+            f"{docname}: the {kind} {key!r} has no caption and text alternative in {EXPLORERS}"
+        )
+    return entry
 
 
 class InteractiveFigure(nodes.General, nodes.Element):
@@ -119,15 +107,6 @@ def interactive_figure(
     )
 
 
-def _entry(app: Sphinx, key: str, docname: str) -> dict:
-    entry = _explorer_texts(app).get(key)
-    if entry is None:
-        raise ExtensionError(
-            f"{docname}: the explorer {key!r} has no caption and text alternative in {EXPLORERS}"
-        )
-    return entry
-
-
 def _place_explorers(app: Sphinx, doctree: nodes.document) -> None:
     """When a page is read: put each plotly explorer in an InteractiveFigure, to be counted."""
     docname = app.env.docname
@@ -138,7 +117,7 @@ def _place_explorers(app: Sphinx, doctree: nodes.document) -> None:
         if not found:
             continue
         div_id = found.group(1)
-        entry = _entry(app, div_id, docname)
+        entry = explorer_entry(app, div_id, docname)
         place = InteractiveFigure(
             ids=[div_id], key=div_id, kind="explorer", caption=entry["caption"]
         )
@@ -162,12 +141,12 @@ def _write_interactive_figures(app: Sphinx, doctree: nodes.document, docname: st
             if len(raws) != 1:
                 raise ExtensionError(f"{docname}: the explorer {key!r} lost its plotly HTML")
             markup = interactive_figure(
-                key, raws[0].astext(), _entry(app, key, docname), kind,
+                key, raws[0].astext(), explorer_entry(app, key, docname), kind,
                 note=KEYBOARD_NOTE, number=number,
             )  # fmt: skip
         else:
             markup = interactive_figure(
-                key, place["body"], _entry(app, key, docname), kind,
+                key, place["body"], explorer_entry(app, key, docname, kind), kind,
                 figure_id=True, number=number,
             )  # fmt: skip
         # The markup carries the id where it belongs (the plotly div, the instrument's figure);
@@ -181,11 +160,6 @@ def _skip(self, node: nodes.Node) -> None:
 
 
 def setup(app: Sphinx) -> dict:
-    app.setup_extension("myst_nb")
-    app.add_node(
-        HideCodeCellNode, override=True, html=(visit_hide_cell_input, depart_hide_cell_input)
-    )
-    app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
     app.add_enumerable_node(
         InteractiveFigure,
         "figure",

@@ -30,8 +30,9 @@ is the rounding of each weight to float16.
 
 The file is cached in ``_build/.onnx_cache/<key>/`` where ``<key>`` hashes the model's files, this
 module's source and the versions of torch, onnx and transformers, so a rebuild exports again only
-when the model or the exporter changed. Usage outside Sphinx: ``python book/_ext/live_model.py``
-prints the cached file's path (exporting it if needed).
+when the model or the exporter changed. Usage outside Sphinx, from the repository's root:
+``PYTHONPATH=book/_ext python -m attention_book.live_attention`` prints the cached file's path
+(exporting it if needed).
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -53,12 +53,11 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-sys.path.insert(0, str(Path(__file__).parent))
-from offline_assets import copy_static, npm_package  # noqa: E402 - a sibling extension, not a package
+from . import ROOT
+from .offline_assets import copy_static, npm_package
 
 logger = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "_build" / ".onnx_cache"
 FILENAME = "minilm-l6-v2-attention.fp16.onnx"
 MAX_TOKENS = 512
@@ -308,4 +307,3 @@ def setup(app: Sphinx) -> dict:
 
 if __name__ == "__main__":
     print(cached_model())
-    sys.exit(0)

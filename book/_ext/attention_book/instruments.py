@@ -18,7 +18,7 @@ a seeded generator described in ``core.js``, which ``tests/test_browser_instrume
 reproduces in Python to compare the page's numbers with ``attention_lab``'s.
 
 A learner's notebook has no page to compute in: there the directive becomes a note pointing to
-the chapter's *Try it yourself* cell (``book/_ext/learner_notebooks.py``).
+the chapter's *Try it yourself* cell (``attention_book.notebook_converter``).
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import json
 import re
 from pathlib import Path
 
-from accessibility import EXPLORERS, InteractiveFigure, _explorer_texts
 from docutils import nodes
-from offline_assets import STATIC, copy_static
 from sphinx.application import Sphinx
-from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
+
+from .interactive_figure import EXPLORERS, InteractiveFigure, explorer_entry
+from .offline_assets import STATIC, copy_static
 
 CODE = STATIC / "instruments"
 # Each instrument's settings when the page opens (the reader changes them).
@@ -84,10 +84,7 @@ class Instrument(SphinxDirective):
             raise self.error(f"unknown instrument {name!r}; known: {sorted(DEFAULTS)}")
         self.env.note_dependency(str(Path(self.env.app.confdir) / EXPLORERS))
         self.env.note_dependency(__file__)
-        texts = _explorer_texts(self.env.app)
-        entry = texts.get(f"instrument-{name}")
-        if entry is None:
-            raise ExtensionError(f"instrument-{name} has no caption and text in {EXPLORERS}")
+        entry = explorer_entry(self.env.app, f"instrument-{name}", self.env.docname, "instrument")
         return [figure(name, entry, DEFAULTS[name])]
 
 
@@ -107,6 +104,7 @@ def _copy_code(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    app.setup_extension("attention_book.interactive_figure")  # the node an instrument becomes
     app.add_directive("instrument", Instrument)
     app.connect("html-page-context", _link_code)
     app.connect("build-finished", _copy_code)

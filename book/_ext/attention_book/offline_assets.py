@@ -35,9 +35,11 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
+from . import ROOT
+
 logger = logging.getLogger(__name__)
 
-STATIC = Path(__file__).resolve().parents[1] / "_static"  # book/_static
+STATIC = ROOT / "book" / "_static"
 VENDOR = "vendor"
 # The parts of MathJax's es5/ build that pages load: startup.js, then the components that
 # _config.yml's mathjax3_config lists (TeX input, CommonHTML output and its fonts, the assistive

@@ -1,4 +1,4 @@
-"""The learners' notebooks: every page of the book as a Jupyter notebook that shows what it shows.
+"""A page of the book as a learner's notebook: the MyST a page uses, in markdown Jupyter renders.
 
 The book's pages are MyST markdown notebooks (``notebooks_src/``). Plain Jupyter renders neither
 MyST's roles and directives nor values glued into the prose, so this module turns each page into a
@@ -13,19 +13,17 @@ notebook a learner can run in JupyterLab:
 - citations become "(Vaswani et al., 2017)", with the references listed at the end;
 - admonitions become quotes, dropdowns and solutions ``<details>`` blocks, tabs headings,
   ``literalinclude`` the code it includes; the cells of a chapter's worked solutions are folded;
-- labs become workbooks: they stop at the stub the learner fills in (see :func:`workbook`).
+- labs become workbooks: they stop at the stub the learner fills in (see :func:`workbook_cells`).
 
 Anything MyST that it does not know is an error, so no raw markup reaches a learner unnoticed.
 
-The numbers (figure, equation and chapter numbers, titles) come from the Sphinx build itself. As a
-Sphinx extension, this module writes, when an HTML build finishes:
+The numbers (figure, equation and chapter numbers, titles, glued values, citations) come from the
+Sphinx build itself, through the index that ``attention_book.learner_notebooks`` writes into
+``_build/learner_index.json`` when a build finishes. This module needs no running Sphinx.
 
-- ``_build/learner_index.json``: what the conversion needs from the build;
-- ``<html>/_notebooks/``: every page's notebook, the quizzes' JSON files, the library as a wheel,
-  ``requirements.txt`` and a zip of all of it, which each page's download menu links to.
-
-As a script, ``python book/_ext/learner_notebooks.py OUTPUT_DIR`` writes the same notebooks into
-``OUTPUT_DIR`` from the index of the last build (``make notebooks``).
+As a script, ``python -m attention_book.notebook_converter OUTPUT_DIR`` (with ``book/_ext`` on
+``PYTHONPATH``; ``make notebooks``) writes every page's notebook into ``OUTPUT_DIR`` from the index
+of the last build.
 """
 
 from __future__ import annotations
@@ -35,21 +33,16 @@ import os
 import posixpath
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
+from . import ROOT
+
 SOURCE_DIR = "notebooks_src"
-INDEX_NAME = "learner_index.json"
-HTML_DIR_NAME = "_notebooks"
-ZIP_NAME = "attention-lab-notebooks.zip"
-BOOK_TITLE = "Attention, by running it"
+INDEX_NAME = "learner_index.json"  # in _build/, written by attention_book.learner_notebooks
 HIDDEN_TAGS = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 LAB_DROPPED_TAGS = {"remove-cell", "remove-input"}  # the book's own checks of the solution
 STUB = "raise NotImplementedError"
@@ -78,112 +71,6 @@ RAW_MYST = re.compile(r"\{(glue|numref|doc|cite|ref|eq)[\w:-]*\}`|^`{3,}\{|^:::"
 
 class ConversionError(ValueError):
     """A page that cannot become a notebook: unknown markup, a missing label, a lab without stub."""
-
-
-# --- the index: what the conversion needs from the build ----------------------------------------
-
-
-def build_index(app) -> dict:
-    """Collect numbers, titles, labels, glued values and citations from a finished Sphinx build."""
-    env = app.env
-    std = env.get_domain("std")
-    numfig = env.toc_fignumbers
-    formats = {kind: str(text) for kind, text in app.config.numfig_format.items()}
-
-    def number(docname: str, kind: str, node_id: str) -> str | None:
-        found = numfig.get(docname, {}).get(kind, {}).get(node_id)
-        return ".".join(map(str, found)) if found else None
-
-    pages = {}
-    for docname in sorted(env.found_docs):
-        secnum = env.toc_secnumbers.get(docname, {}).get("")
-        pages[docname] = {
-            "title": env.titles[docname].astext() if docname in env.titles else docname,
-            "number": ".".join(map(str, secnum)) if secnum else None,
-            "words": getattr(env, "reading_words", {}).get(docname),  # book/_ext/reading_time.py
-        }
-
-    labels = {}
-    for label, (docname, node_id, title) in std.labels.items():
-        entry = {"doc": docname, "id": node_id, "title": title or None}
-        for kind in ("figure", "table", "code-block", "exercise", "solution"):
-            if (num := number(docname, kind, node_id)) is not None:
-                entry["kind"], entry["number"] = kind, num
-        labels[label] = entry
-    for label, (docname, node_id) in std.anonlabels.items():
-        labels.setdefault(label, {"doc": docname, "id": node_id, "title": None})
-    # sphinx-exercise keeps its own registry; its numbers are in toc_fignumbers too.
-    for label, item in getattr(env, "sphinx_exercise_registry", {}).items():
-        docname = item.get("docname")
-        kind = item.get("type", "exercise")
-        entry = labels.setdefault(label, {"doc": docname, "id": label, "title": None})
-        entry["kind"] = kind
-        entry["number"] = number(docname, kind, label)
-        entry["title"] = str(item.get("title") or "") or entry["title"]
-
-    equations = {}
-    for label, (docname, eqno) in env.get_domain("math").equations.items():
-        num = number(docname, "displaymath", f"equation-{label}") or str(eqno)
-        equations[label] = {"doc": docname, "number": num}
-
-    output = Path(app.outdir).parent / "jupyter_execute"
-    glue = {}
-    for docname in pages:
-        path = output / f"{docname}.glue.json"
-        if path.is_file():
-            data = json.loads(path.read_text(encoding="utf-8"))
-            glue[docname] = {key: value.get("data", {}) for key, value in data.items()}
-
-    # Every figure's number by its node id: explorers and instruments are numbered with the
-    # figures (book/_ext/accessibility.py) but have no label to find them by.
-    interactive = {
-        docname: {
-            node_id: ".".join(map(str, found)) for node_id, found in kinds.get("figure", {}).items()
-        }
-        for docname, kinds in numfig.items()
-    }
-
-    return {
-        "title": str(app.config.html_title or BOOK_TITLE),
-        "numfig_format": formats,
-        "pages": pages,
-        "interactive": interactive,
-        "labels": labels,
-        "equations": equations,
-        "glue": glue,
-        "citations": citations(ROOT / "book" / "references.bib"),
-    }
-
-
-def _last_names(persons) -> list[str]:
-    return [" ".join(p.last_names).replace("{", "").replace("}", "") for p in persons]
-
-
-def citations(bibfile: Path) -> dict:
-    """Each entry of the bibliography: its author-year label and a one-line reference."""
-    from pybtex.database import parse_file
-    from pybtex.plugin import find_plugin
-
-    bibliography = parse_file(str(bibfile))
-    style = find_plugin("pybtex.style.formatting", "plain")()
-    backend = find_plugin("pybtex.backends", "markdown")()
-    formatted = {
-        entry.key: entry.text.render(backend)
-        for entry in style.format_entries(bibliography.entries.values())
-    }
-    out = {}
-    for key, entry in bibliography.entries.items():
-        names = _last_names(entry.persons.get("author", []) or entry.persons.get("editor", []))
-        if len(names) >= 3:
-            who = f"{names[0]} et al."
-        elif len(names) == 2:
-            who = f"{names[0]} and {names[1]}"
-        else:
-            who = names[0] if names else key
-        year = entry.fields.get("year", "n.d.")
-        text = formatted[key].replace("\\", "")
-        out[key] = {"author": who, "year": year, "reference": text}
-    return out
 
 
 # --- one page ------------------------------------------------------------------------------------
@@ -234,7 +121,7 @@ def _resolve_doc(page: Page, target: str) -> str:
     return posixpath.normpath(posixpath.join(str(page.folder), target))
 
 
-def _format_plain(text: str, spec: str) -> str:
+def format_plain(text: str, spec: str) -> str:
     """The text of ``{glue:text}`key:spec```, exactly as myst-nb formats it in the book."""
     from myst_nb.core.variables import format_plain_text
 
@@ -247,7 +134,7 @@ def role(page: Page, name: str, content: str) -> str:
     text, target = (explicit["text"], explicit["target"]) if explicit else (None, content)
     if name == "glue:text":
         key, _, spec = content.rpartition(":") if ":" in content else (content, "", "s")
-        return _format_plain(page.glued(key)["text/plain"], spec)
+        return format_plain(page.glued(key)["text/plain"], spec)
     if name == "glue:md":
         return page.glued(content)["text/markdown"]
     if name == "doc":
@@ -598,7 +485,7 @@ def convert(source: Path, docname: str, index: dict, html_root: str) -> nbformat
     return notebook
 
 
-# --- the whole set ------------------------------------------------------------------------------
+# --- every page ------------------------------------------------------------------------------
 
 
 def page_docnames(index: dict) -> list[str]:
@@ -624,117 +511,6 @@ def write_notebooks(index: dict, out_dir: Path, html_dir: Path, log=print) -> li
         shutil.copyfile(data, target)
         written.append(target)
     return written
-
-
-def build_wheel(out_dir: Path) -> Path:
-    """The library as a wheel, built offline from a copy of its sources."""
-    with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "src"
-        tree.mkdir()
-        for name in ("pyproject.toml", "README.md"):
-            shutil.copy2(ROOT / name, tree / name)
-        shutil.copytree(
-            ROOT / "lib", tree / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-        )
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "wheel",
-                "--quiet",
-                "--no-deps",
-                "--no-index",
-                "--no-build-isolation",
-                "--disable-pip-version-check",
-                "-w",
-                str(out_dir),
-                str(tree),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"building the attention_lab wheel failed:\n{result.stderr}")
-    wheels = sorted(out_dir.glob("attention_lab-*.whl"))
-    if not wheels:
-        raise RuntimeError("pip wheel wrote no attention_lab wheel")
-    return wheels[-1]
-
-
-def write_downloads(index: dict, outdir: Path, log=print) -> Path:
-    """The site's ``_notebooks/``: notebooks, quizzes, the wheel, requirements and one zip."""
-    target = outdir / HTML_DIR_NAME
-    if target.exists():
-        shutil.rmtree(target)
-    files = write_notebooks(index, target, outdir, log=lambda _m: None)
-    wheel = build_wheel(target)
-    shutil.copy2(ROOT / "requirements.txt", target / "requirements.txt")
-    with zipfile.ZipFile(target / ZIP_NAME, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in [*files, wheel, target / "requirements.txt"]:
-            archive.write(path, (Path("attention-lab-notebooks") / path.relative_to(target)))
-    log(f"learner_notebooks: {len(files)} files, {wheel.name} and {ZIP_NAME} in {target}")
-    return target
-
-
-# --- Sphinx -------------------------------------------------------------------------------------
-
-
-def _index_path(app) -> Path:
-    return Path(app.outdir).parent / INDEX_NAME
-
-
-def _write(app, exception) -> None:
-    if exception is not None or app.builder.format != "html":
-        return
-    from sphinx.util import logging
-
-    logger = logging.getLogger(__name__)
-    # Sphinx's titles may be lazy translation strings: default=str makes them plain text, and the
-    # notebooks are written from the index as `make notebooks` reads it back.
-    text = json.dumps(build_index(app), indent=1, sort_keys=True, default=str)
-    _index_path(app).write_text(text, encoding="utf-8")
-    index = json.loads(text)
-    write_downloads(index, Path(app.outdir), log=logger.info)
-
-
-def _download_button(app, pagename, templatename, context, doctree) -> None:
-    # The theme's download menu offers the page's source (.md); add the learner's notebook.
-    if not pagename.startswith(f"{SOURCE_DIR}/"):
-        return
-    relative = PurePosixPath(pagename).relative_to(SOURCE_DIR)
-    pathto = context["pathto"]
-    for button in context.get("header_buttons", []):
-        if button.get("label") == "download-buttons":
-            button["buttons"].insert(
-                0,
-                {
-                    "type": "link",
-                    "url": pathto(f"{HTML_DIR_NAME}/{relative}.ipynb", 1),
-                    "text": ".ipynb",
-                    "tooltip": "Download this page as a Jupyter notebook",
-                    "icon": "fas fa-book",
-                    "label": "download-notebook-button",
-                },
-            )
-            button["buttons"].insert(
-                1,
-                {
-                    "type": "link",
-                    "url": pathto(f"{HTML_DIR_NAME}/{ZIP_NAME}", 1),
-                    "text": "all notebooks (.zip)",
-                    "tooltip": "Every notebook, the quizzes, the library's wheel and requirements",
-                    "icon": "fas fa-file-archive",
-                    "label": "download-zip-button",
-                },
-            )
-
-
-def setup(app) -> dict:
-    # After the theme has made its header buttons (priority 500), before the page is written.
-    app.connect("html-page-context", _download_button, priority=600)
-    app.connect("build-finished", _write)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
 # --- make notebooks -----------------------------------------------------------------------------
