@@ -348,7 +348,8 @@ def same_behaviour(
     ``expected[i]()`` computes the wrong variant on that probe (raising ``RuntimeError`` where it
     makes no sense, as the learner's code would crash), ``right[i]`` the right results. The
     signature matches when the learner's function crashes exactly where the variant does, agrees
-    with it everywhere else, and at least one probe tells the variant from the right answer.
+    with it everywhere else, and on at least one probe where both run the variant differs from the
+    right answer.
     """
     telling = False
     for result, compute, correct in zip(got, expected, right, strict=True):
@@ -358,8 +359,7 @@ def same_behaviour(
             wrong = None
         if (result is None) != (wrong is None):
             return False
-        if wrong is None:
-            telling = True
+        if wrong is None:  # both crash: consistent, but a crash alone tells nothing
             continue
         results = (result,) if isinstance(result, torch.Tensor) else result
         if not isinstance(results, tuple | list) or len(results) != len(wrong):

@@ -141,6 +141,11 @@ def attention_variant(
     output: str = "weights @ value",
     mask_transposed: bool = False,
     renormalise_after_mask: bool = False,
+    ignore_mask: bool = False,
+    add_mask: bool = False,
+    unsqueeze_mask: bool = False,
+    fill: str = "min",
+    zero_blocked: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention with one deliberate deviation; the defaults give the right answer.
 
@@ -172,8 +177,15 @@ def attention_variant(
     }[scores]()
     scaled = raw if scale_after_softmax else raw / divisor
     s = scaled
+    if ignore_mask:
+        mask = None
     if mask is not None and mask_transposed:
         mask = mask.transpose(-2, -1)
+    if mask is not None and unsqueeze_mask:
+        mask = mask.unsqueeze(1)
+    if mask is not None and add_mask:
+        s = s + mask  # True adds 1: nothing is blocked
+        mask, zero_blocked = None, False
     if mask is not None:
         torch.broadcast_shapes(mask.shape, s.shape)  # a RuntimeError where the learner's crashes
     if mask is not None and invert_mask:
@@ -182,7 +194,8 @@ def attention_variant(
         s = s * mask  # blocked scores become 0, and keep a weight
         mask = None
     if mask is not None and not mask_after_softmax and not renormalise_after_mask:
-        s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+        # The learner fills in the inputs' dtype; its most negative value is finite there.
+        s = s.masked_fill(~mask, -math.inf if fill == "-inf" else torch.finfo(dtype).min)
     if softmax is True:
         weights = torch.softmax(s, dim=dim)
     elif softmax == "log":
@@ -192,7 +205,7 @@ def attention_variant(
         weights = exp / exp.sum(dim=dim)  # broadcasts the sums along the wrong axis
     else:
         weights = s
-    if mask is not None:
+    if mask is not None and zero_blocked:
         weights = weights.masked_fill(~mask, 0.0)
     if mask is not None and renormalise_after_mask:
         weights = weights / weights.sum(dim=-1, keepdim=True)  # 0 / 0 in a fully masked row
@@ -204,7 +217,9 @@ def attention_variant(
         out = weights.transpose(-2, -1) @ (k if use_keys else v)
     else:
         out = weights @ (k if use_keys else v)
-    returned = {"weights": weights, "scaled_scores": scaled, "raw_scores": raw}[weights_returned]
+    returned = {"weights": weights, "scaled_scores": scaled, "raw_scores": raw, "masked_scores": s}[
+        weights_returned
+    ]
     return out.to(dtype), returned.to(dtype)
 
 
@@ -228,6 +243,7 @@ ATTENTION_SIGNATURES: dict[str, dict] = {
     "output_uses_transposed_weights": {"output": "weights^T @ value"},
     "returned_scores/scaled": {"weights_returned": "scaled_scores"},
     "returned_scores/raw": {"weights_returned": "raw_scores"},
+    "returned_scores/masked": {"weights_returned": "masked_scores"},
     "output_is_weights": {"output": "weights"},
 }
 
