@@ -396,7 +396,7 @@ def diagnose_by_probes(
     return None
 
 
-def _indices(where: torch.Tensor, limit: int = 4) -> str:
+def indices(where: torch.Tensor, limit: int = 4) -> str:
     """'0, 2 and 3' for the True entries of a 1-D bool tensor."""
     found = [str(i) for i in where.nonzero().flatten().tolist()]
     found = found[:limit] + (["..."] if len(found) > limit else [])
@@ -413,7 +413,7 @@ def _wrong_slices(got: torch.Tensor, expected: torch.Tensor, atol: float, rtol: 
     if wrong.all() or not wrong.any():
         return ""
     names = "batch entries" if len(lead) == 1 else f"[{', '.join(['b', 'h'][: len(lead)])}] slices"
-    found = [list(torch.unravel_index(torch.tensor(i), lead)) for i in wrong.nonzero().flatten()]
+    found = [list(torch.unravel_index(i, lead)) for i in wrong.nonzero().flatten()]
     shown = ", ".join(str([int(x) for x in f]) if len(lead) > 1 else str(int(f[0])) for f in found)
     return f" (only in {names} {shown[:40]})"
 
