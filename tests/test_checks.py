@@ -8,6 +8,7 @@ function does.
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import jupytext
@@ -669,15 +670,25 @@ def test_a_mistake_is_rejected_and_named(check, wrong, mistake):
     assert all(len(line) <= 76 for line in str(info.value).splitlines()[1:])
 
 
+def lab_tests() -> list[tuple]:
+    """(check, wrong, key) of the labs' own test files, tests/test_checks_labNN.py: each has
+    CHECK and WRONG = [(wrong implementation, key), ...]."""
+    found = []
+    for path in sorted((ROOT / "tests").glob("test_checks_lab*.py")):
+        module = importlib.import_module(path.stem)
+        found += [(module.CHECK, wrong, key) for wrong, key in module.WRONG]
+    return found
+
+
 def test_every_mistake_the_checks_know_is_proved_by_a_wrong_implementation():
-    assert {key for _, _, key in WRONG} == set(MISTAKES)
+    assert {key for _, _, key in WRONG + lab_tests()} == set(MISTAKES)
     assert not any("`" in text for text in MISTAKES.values())  # see the stub test
 
 
 @pytest.mark.parametrize(("check", "fn"), RIGHT, ids=CHECK_IDS)
 def test_a_check_documents_every_mistake_it_is_tested_on(check, fn):
     documented = {key for key in MISTAKES if f"``{key}``" in check.__doc__}
-    tested = {key for c, _, key in WRONG if c is check}
+    tested = {key for c, _, key in WRONG + lab_tests() if c is check}
     assert tested <= documented
     # The rest are the shared ones (a pair returned the wrong way round, a dtype ...), proved
     # on another check that goes through the same code.
@@ -710,7 +721,7 @@ def test_an_unknown_mistake_still_names_case_and_difference():
         checks.check_scaled_dot_product_attention(off_by_a_bit)
     message = flat(info.value)
     assert "the output differs: largest difference 0.1" in message
-    assert "none of the common mistakes" in message
+    assert "Where it goes wrong: the weights are right, the output is not" in message
 
 
 def test_checks_leave_the_global_random_state_alone():

@@ -108,15 +108,19 @@ def wrap(message: str, width: int = 76) -> str:
     return "\n".join(lines)
 
 
-def fail(fn_name: str, case: Case, problem: str, mistake: str | None) -> None:
+def fail(
+    fn_name: str, case: Case, problem: str, mistake: str | None, where: str | None = None
+) -> None:
     """Raise ``AssertionError``: ``fn_name`` differs on ``case`` by ``problem``, and the likely
-    ``mistake`` (a key of :data:`MISTAKES`, or ``None`` when no known mistake fits)."""
-    likely = MISTAKES[mistake] if mistake else UNKNOWN
+    ``mistake`` (a key of :data:`MISTAKES`, or ``None`` when no known mistake fits). With no
+    mistake, ``where`` (if given) says which part of the result is wrong, in place of
+    :data:`UNKNOWN`."""
+    if mistake or not where:
+        last = f"Likely mistake: {MISTAKES[mistake] if mistake else UNKNOWN}."
+    else:
+        last = f"Where it goes wrong: {where}."
     raise AssertionError(
-        wrap(
-            f"{fn_name} does not match the library on case '{case.name}': {problem}.\n"
-            f"Likely mistake: {likely}."
-        )
+        wrap(f"{fn_name} does not match the library on case '{case.name}': {problem}.\n{last}")
     )
 
 
@@ -243,6 +247,7 @@ def compare(
     report_first: Sequence[str] = (),
     diagnose: Callable[[tuple[torch.Tensor, ...]], tuple[str, str] | None] | None = None,
     fallback: Callable[[tuple[torch.Tensor, ...]], str | None] | None = None,
+    locate: Callable[[tuple[torch.Tensor, ...]], str | None] | None = None,
 ) -> None:
     """Compare the learner's results with the library's, or fail with a diagnosis.
 
@@ -254,7 +259,8 @@ def compare(
     ``diagnose(got)`` may fail with its own ``(problem, mistake)``; otherwise the problem is the
     first differing result (those named in ``report_first`` before the others) and the mistake
     is the first of ``variants`` (key -> results of one wrong computation) that ``got`` matches,
-    else ``fallback(got)``.
+    else ``fallback(got)``; when none fits, ``locate(got)`` may say which part of the result is
+    wrong (see :func:`fail`).
 
     Args:
         fn_name: The learner's function's name.
@@ -307,7 +313,8 @@ def compare(
     mistake = match_variant(got, variants, tol) if variants else None
     if mistake is None and fallback:
         mistake = fallback(got)
-    fail(fn_name, case, problem, mistake)
+    where = locate(got) if mistake is None and locate else None
+    fail(fn_name, case, problem, mistake, where)
 
 
 def randn(generator: torch.Generator, *shape: int, dtype=torch.float32) -> torch.Tensor:
@@ -318,3 +325,56 @@ def randn(generator: torch.Generator, *shape: int, dtype=torch.float32) -> torch
 def success(fn: Callable, cases: Sequence[Case]) -> None:
     """Print the one line of a check that passed."""
     print(f"✓ {name_of(fn)} matches the library on all {len(cases)} cases.")
+
+
+def call_quietly(fn: Callable, args: tuple) -> Any:
+    """``fn(*args)`` without gradients, or ``None`` if it raises (a probe of a diagnosis)."""
+    try:
+        with torch.no_grad():
+            return fn(*args)
+    except Exception:  # noqa: BLE001 - any crash is a behaviour the diagnosis reads
+        return None
+
+
+def same_behaviour(
+    got: Sequence[Any],
+    expected: Sequence[Callable[[], Sequence[torch.Tensor]]],
+    right: Sequence[Sequence[torch.Tensor]],
+    tol: tuple[float, float] | None = None,
+) -> bool:
+    """Whether a learner's results on a battery of probes are the signature of one mistake.
+
+    ``got[i]`` is what the learner's function returned on probe ``i`` (``None`` if it raised),
+    ``expected[i]()`` computes the wrong variant on that probe (raising ``RuntimeError`` where it
+    makes no sense, as the learner's code would crash), ``right[i]`` the right results. The
+    signature matches when the learner's function crashes exactly where the variant does, agrees
+    with it everywhere else, and on at least one probe where both run the variant differs from the
+    right answer.
+    """
+    telling = False
+    for result, compute, correct in zip(got, expected, right, strict=True):
+        try:
+            wrong = compute()
+        except (RuntimeError, IndexError, ValueError):
+            wrong = None
+        if (result is None) != (wrong is None):
+            return False
+        if wrong is None:  # both crash: consistent, but a crash alone tells nothing
+            continue
+        results = (result,) if isinstance(result, torch.Tensor) else result
+        if not isinstance(results, tuple | list) or len(results) != len(wrong):
+            return False
+        for r, w in zip(results, wrong, strict=True):
+            if not isinstance(r, torch.Tensor):
+                return False
+            atol, rtol = tol or tolerance(r.dtype)
+            if r.shape != w.shape or not torch.allclose(
+                r.double(), w.double(), atol=atol, rtol=rtol, equal_nan=True
+            ):
+                return False
+        telling = telling or not all(
+            w.shape == c.shape
+            and torch.allclose(w.double(), c.double(), atol=1e-6, rtol=1e-5, equal_nan=True)
+            for w, c in zip(wrong, correct, strict=True)
+        )
+    return telling

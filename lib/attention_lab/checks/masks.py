@@ -20,11 +20,11 @@ from attention_lab.checks._core import (
     tolerance,
 )
 from attention_lab.checks.sdpa import (
-    attention_shape_mistake,
-    attention_variant,
-    attention_variants,
+    cache,
     compare_pair,
-    matmul_error,
+    diagnose_by_probes,
+    locate_pair,
+    signature_variants,
 )
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
 
@@ -38,18 +38,30 @@ MISTAKES = register_mistakes(
         ),
         "mask_ignored": "the mask is ignored: blocked keys must get a weight of exactly 0",
         "scores_times_mask": (
-            "scores multiplied by the mask: a blocked score becomes 0, not a very negative "
-            "number, and exp(0) = 1 still gives that key a weight; fill the blocked scores "
-            "instead, scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"
+            "blocked scores set to 0 (multiplied by the mask, or filled with 0): exp(0) = 1 "
+            "still gives a blocked key a weight; fill them with a very negative number, "
+            "scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"
+        ),
+        "mask_transposed": (
+            "the mask read transposed: its rows are the queries and its columns the keys, "
+            "[..., Tq, Tk]; use it as it is, without transpose"
+        ),
+        "mask_added": (
+            "the bool mask added to the scores: True adds 1 and False adds 0, which blocks "
+            "nothing; fill the blocked scores, scores.masked_fill(~mask, ...)"
+        ),
+        "mask_reshaped": (
+            "the mask given another axis (unsqueeze or view): it already broadcasts to "
+            "[..., Tq, Tk], so use it as it is"
         ),
         "mask_after_softmax": (
             "weights zeroed after the softmax without renormalising: the rows no longer sum to "
             "1; mask the scores before the softmax"
         ),
         "nan_fully_masked": (
-            "NaN in a fully masked row: filling with -inf gives 0 / 0 when every key is "
-            "blocked; fill with torch.finfo(scores.dtype).min and set the weights of such rows "
-            "to 0"
+            "NaN in a fully masked row: when every key of a query is blocked its row ends in "
+            "0 / 0 (a softmax of scores that are all -inf, or weights divided by their sum of "
+            "0); such a row must get weights and output 0"
         ),
         "uniform_fully_masked": (
             "a fully masked row gets uniform weights: when every key is blocked the weights "
@@ -142,6 +154,51 @@ def _fully_masked_uniform(case: Case):
     return hook
 
 
+_MASK_SIGNATURES = {
+    "mask_polarity": {"invert_mask": True},
+    "mask_polarity/unzeroed": {"invert_mask": True, "zero_blocked": False},
+    "mask_polarity/-inf": {"invert_mask": True, "fill": "-inf", "zero_blocked": False},
+    "mask_ignored": {"ignore_mask": True},
+    "mask_transposed": {"mask_transposed": True},
+    "mask_transposed/unzeroed": {"mask_transposed": True, "zero_blocked": False},
+    "mask_after_softmax": {"mask_after_softmax": True},
+    "scores_times_mask": {"multiply_by_mask": True},
+    "mask_added": {"add_mask": True},
+    "mask_reshaped": {"unsqueeze_mask": True},
+    "uniform_fully_masked": {"zero_blocked": False},
+    "nan_fully_masked": {"fill": "-inf", "zero_blocked": False},
+    "nan_fully_masked/renormalised": {"renormalise_after_mask": True},
+}
+
+
+def _mask_probes() -> list[tuple]:
+    """Probes: every size distinct with an irregular mask, square sizes with a mask that is
+    not symmetric (so that reading it transposed shows), and a sequence that is all padding."""
+    g = torch.Generator().manual_seed(12)
+    irregular = torch.tensor(
+        [[1, 0, 1, 0, 1], [0, 1, 1, 0, 0], [1, 1, 0, 1, 0], [0, 0, 1, 1, 1]], dtype=torch.bool
+    )  # [Tq, Tk] = [4, 5]
+    square = torch.tensor(
+        [[1, 1, 0, 0], [0, 1, 0, 1], [1, 1, 1, 0], [0, 0, 1, 1]], dtype=torch.bool
+    )  # [4, 4], every row and column mixed, not symmetric
+    padding = padding_mask(torch.tensor([[3, 1, 0], [0, 0, 0]]))  # [2, 1, 1, 3]
+    return [
+        (randn(g, 1, 2, 4, 6), randn(g, 1, 2, 5, 6), randn(g, 1, 2, 5, 3), irregular),
+        (randn(g, 1, 2, 4, 4), randn(g, 1, 2, 4, 4), randn(g, 1, 2, 4, 4), square),
+        (randn(g, 2, 1, 3, 4), randn(g, 2, 1, 3, 4), randn(g, 2, 1, 3, 4), padding),
+    ]
+
+
+def diagnose_masked(fn: Callable) -> str | None:
+    """Lab 4's diagnosis of a failing ``fn`` by its behaviour on the probes."""
+    return diagnose_by_probes(
+        fn,
+        _mask_probes(),
+        lambda q, k, v, m: signature_variants(q, k, v, m, _MASK_SIGNATURES),
+        scaled_dot_product_attention,
+    )
+
+
 def check_masked_attention(fn: Callable) -> None:
     """Check a learner's ``fn(query, key, value, mask) -> (output, weights)`` (Lab 4).
 
@@ -150,14 +207,19 @@ def check_masked_attention(fn: Callable) -> None:
     :func:`attention_lab.attention.scaled_dot_product_attention`: blocked keys get a weight of
     exactly 0, and a query whose keys are all blocked gets weights and output 0, never NaN.
     Cases: an irregular mask, a causal mask, a padding mask, both combined, fully masked rows,
-    a single token, and ``float16``.
+    a single token, and ``float16``. On a failure it probes ``fn`` with masks of its own (sizes
+    all distinct, a square mask that is not symmetric, a sequence that is all padding) and names
+    the mistake whose behaviour ``fn`` shows on all of them, or says where the result is wrong.
 
-    Mistakes it names: ``mask_polarity``, ``mask_ignored``, ``mask_after_softmax``,
-    ``scores_times_mask``, ``nan_fully_masked``, ``uniform_fully_masked``, ``fill_overflow``,
-    ``softmax_axis``, ``no_scaling``, ``scaled_by_d_k``, ``scale_multiplied``, ``no_softmax``,
-    ``scaled_after_softmax``, ``scores_transposed``, ``weights_times_keys``,
-    ``output_is_weights``, ``pair_swapped``, ``not_a_pair``, ``wrong_dtype`` (see
-    :data:`MISTAKES`).
+    Mistakes it names: ``mask_polarity``, ``mask_ignored``, ``mask_transposed``,
+    ``mask_after_softmax``, ``scores_times_mask``, ``mask_added``, ``mask_reshaped``,
+    ``nan_fully_masked``, ``uniform_fully_masked``, ``fill_overflow``, and those of Lab 1:
+    ``softmax_axis``, ``no_scaling``, ``scaled_by_d_k``, ``scale_multiplied``,
+    ``scaled_by_value_width``, ``scaled_by_sequence_length``, ``no_softmax``, ``log_softmax``,
+    ``scaled_after_softmax``, ``scores_transposed``,
+    ``keys_values_swapped``, ``weights_times_keys``, ``output_uses_transposed_weights``,
+    ``output_is_weights``, ``returned_scores``, ``pair_swapped``, ``not_a_pair``,
+    ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -169,32 +231,30 @@ def check_masked_attention(fn: Callable) -> None:
     """
     check_callable(fn)
     cases = _masked_cases()
+    diagnosis = cache(lambda: diagnose_masked(fn))
 
     def error_hint(error: Exception) -> str | None:
-        return "fill_overflow" if "overflow" in str(error) else matmul_error(error)
+        return "fill_overflow" if "overflow" in str(error) else diagnosis()
 
     for case in cases:
         query, key, value, mask = case.args
+        expected = scaled_dot_product_attention(query, key, value, mask)
+        fully_masked_nan = _fully_masked_nan(case)
 
-        def variant(q=query, k=key, v=value, m=mask, **kwargs):
-            return lambda: attention_variant(q, k, v, m, **kwargs)
+        def nonfinite(name, bad, fully_masked_nan=fully_masked_nan):
+            return fully_masked_nan(name, bad) or ("NaN or inf", diagnosis())
 
-        variants = {
-            "mask_polarity": variant(invert_mask=True),
-            "mask_ignored": lambda q=query, k=key, v=value: attention_variant(q, k, v),
-            "mask_after_softmax": variant(mask_after_softmax=True),
-            "scores_times_mask": variant(multiply_by_mask=True),
-            **attention_variants(query, key, value, mask),
-        }
         result = run(fn, case, error_hint)
         compare_pair(
             name_of(fn),
             case,
             result,
-            scaled_dot_product_attention(query, key, value, mask),
-            variants,
-            attention_shape_mistake(query, key, value),
-            nonfinite=_fully_masked_nan(case),
+            expected,
+            {},
+            lambda out, w: diagnosis(),
+            nonfinite=nonfinite,
             diagnose=_fully_masked_uniform(case),
+            fallback=lambda got: diagnosis(),
+            locate=lambda got, expected=expected, mask=mask: locate_pair(got, expected, mask),
         )
     success(fn, cases)

@@ -14,13 +14,23 @@ from attention_lab.attention import MultiHeadAttention
 from attention_lab.checks._core import (
     Case,
     check_callable,
+    close,
     name_of,
     randn,
     register_mistakes,
     run,
     success,
+    tolerance,
 )
-from attention_lab.checks.sdpa import attention_variant, compare_pair
+from attention_lab.checks.sdpa import (
+    ATTENTION_SIGNATURES,
+    attention_variant,
+    cache,
+    compare_pair,
+    diagnose_by_probes,
+    indices,
+    locate_pair,
+)
 
 __all__ = ["check_multi_head_attention"]
 
@@ -62,6 +72,16 @@ MISTAKES = register_mistakes(
         "weights_averaged": (
             "weights averaged over heads: return every head's weights, [B, H, Tq, Tk]"
         ),
+        "heads_interleaved": (
+            "features dealt to the heads in turn (a view as [B, T, Dh, H]): head h takes the "
+            "contiguous features h * Dh to (h + 1) * Dh - 1, so view as [B, T, H, Dh]"
+        ),
+        "weights_summed": (
+            "weights summed over heads: return every head's weights, [B, H, Tq, Tk]"
+        ),
+        "weights_of_one_head": (
+            "the weights of one head only: return every head's weights, [B, H, Tq, Tk]"
+        ),
         "view_after_transpose": (
             "heads merged with .view() right after transpose(1, 2): the transposed tensor is "
             "not contiguous, so view cannot merge its last two axes; use .reshape(B, Tq, D), "
@@ -79,36 +99,121 @@ def _mha_variant(
     *,
     split="right",
     merge="right",
-    divisor=None,
-    dim=-1,
-    scale_after_softmax=False,
+    weights_kept="all",
+    **attention,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Split, attend, merge with one deliberate deviation. ``merge`` is ``"right"``,
-    ``"no_transpose"`` or a permutation of ``[B, H, Tq, Dh]``'s axes such as ``(0, 2, 3, 1)``."""
+    """Split, attend, merge with one deliberate deviation. ``split`` is ``"right"``,
+    ``"no_transpose"``, ``"interleaved"`` (features dealt to heads in turn) or ``"swapped"``
+    (``num_heads`` and ``head_dim`` swapped); ``merge`` is ``"right"``, ``"no_transpose"``,
+    ``"none"`` or a permutation of ``[B, H, Tq, Dh]``'s axes such as ``(0, 2, 3, 1)``;
+    ``weights_kept`` ``"mean"``, ``"sum"`` or ``"first"``; ``attention`` are the arguments of
+    :func:`~attention_lab.checks.sdpa.attention_variant` inside the heads."""
     batch, query_len, d_model = query.shape
     head_dim = d_model // num_heads
 
     def split_heads(x):
         if split == "no_transpose":
             return x.reshape(batch, num_heads, x.shape[1], head_dim)  # [B, H, T, Dh], scrambled
+        if split == "interleaved":
+            return x.view(batch, x.shape[1], head_dim, num_heads).permute(0, 3, 1, 2)  # [B,H,T,Dh]
+        if split == "swapped":
+            return x.view(batch, x.shape[1], head_dim, num_heads).transpose(1, 2)  # [B,Dh,T,H]
         return x.view(batch, x.shape[1], num_heads, head_dim).transpose(1, 2)  # [B, H, T, Dh]
 
     q, k, v = split_heads(query), split_heads(key), split_heads(value)
-    output, weights = attention_variant(
-        q, k, v, divisor=divisor, dim=dim, scale_after_softmax=scale_after_softmax
-    )
-    if merge == "no_transpose":
+    if split == "swapped" and "divisor" not in attention:
+        attention["divisor"] = math.sqrt(head_dim)  # the learner's head_dim, now q's length
+    output, weights = attention_variant(q, k, v, **attention)
+    if merge == "none":
+        pass
+    elif merge == "no_transpose":
         output = output.reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
     elif isinstance(merge, tuple):
         output = output.permute(merge).reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
     else:
         output = output.transpose(1, 2).reshape(batch, query_len, d_model)  # [B, Tq, D]
-    return output, weights
+    kept = {
+        "all": lambda: weights,
+        "mean": lambda: weights.mean(dim=1),
+        "sum": lambda: weights.sum(dim=1),
+        "first": lambda: weights[:, 0],
+    }
+    return output, kept[weights_kept]()
 
 
 # Orders of [B, H, Tq, Dh]'s axes that keep the batch first but do not give [B, Tq, H, Dh]; the
 # identity is merge_without_transpose.
 _WRONG_MERGES = ((0, 1, 3, 2), (0, 2, 3, 1), (0, 3, 1, 2), (0, 3, 2, 1))
+
+_MHA_SIGNATURES = {
+    "merge_without_transpose": {"merge": "no_transpose"},
+    "split_without_transpose": {"split": "no_transpose"},
+    "split_and_merge_without_transpose": {"split": "no_transpose", "merge": "no_transpose"},
+    **{
+        f"merge_wrong_permutation/{''.join(map(str, order))}": {"merge": order}
+        for order in _WRONG_MERGES
+    },
+    "heads_interleaved": {"split": "interleaved"},
+    "heads_interleaved/merged": {"split": "interleaved", "merge": (0, 2, 3, 1)},
+    "heads_and_width_swapped": {"split": "swapped"},
+    "heads_and_width_swapped/own_width": {"split": "swapped", "divisor": None},
+    "heads_not_merged": {"merge": "none"},
+    "weights_averaged": {"weights_kept": "mean"},
+    "weights_summed": {"weights_kept": "sum"},
+    "weights_of_one_head": {"weights_kept": "first"},
+}
+
+
+def _mha_signatures(query, key, value, num_heads) -> dict[str, Callable]:
+    """Every wrong variant of multi-head attention on these inputs: the head bookkeeping's, then
+    Lab 1's inside every head."""
+    d_model = query.shape[-1]
+    head_dim = d_model // num_heads
+    inside = {
+        **{k: v for k, v in ATTENTION_SIGNATURES.items() if k != "no_scaling"},
+        "scaled_by_sqrt_d_model": {"divisor": math.sqrt(d_model)},
+        "no_scaling": {"divisor": 1.0},
+        "scaled_by_d_k": {"divisor": float(head_dim)},
+        "scale_multiplied": {"divisor": 1 / math.sqrt(head_dim)},
+    }
+    return {
+        key_: (lambda kwargs=kwargs: _mha_variant(query, key, value, num_heads, **kwargs))
+        for key_, kwargs in {**_MHA_SIGNATURES, **inside}.items()
+    }
+
+
+def _mha_probes() -> list[tuple]:
+    """Probes: cross-attention with every size distinct, self-attention with two heads, and
+    three heads of width 2 on a square input."""
+    g = torch.Generator().manual_seed(11)
+    return [
+        (randn(g, 2, 3, 12), randn(g, 2, 5, 12), randn(g, 2, 5, 12), 3),
+        (*(3 * [randn(g, 2, 4, 8)]), 2),
+        (randn(g, 1, 4, 6), randn(g, 1, 4, 6), randn(g, 1, 4, 6), 3),
+    ]
+
+
+def locate_heads(got, expected, num_heads) -> str:
+    """Which heads' weights, or which heads' slots of the output, are wrong."""
+    out, w = got
+    expected_out, expected_w = expected
+    atol, rtol = tolerance(expected_out.dtype)
+    if w.shape == expected_w.shape and not close(w, expected_w, atol, rtol):
+        wrong = ~torch.isclose(w.double(), expected_w.double(), atol=atol, rtol=rtol)
+        heads = wrong.flatten(2).any(dim=-1).any(dim=0)  # [H]
+        return (
+            f"the weights of head {indices(heads)} differ"
+            + (" (the others are right)" if not heads.all() else "")
+            + ": "
+            + locate_pair((out, w), expected).removeprefix("the weights are right, ")
+        )
+    head_dim = expected_out.shape[-1] // num_heads
+    wrong = ~torch.isclose(out.double(), expected_out.double(), atol=atol, rtol=rtol)
+    slots = wrong.view(*wrong.shape[:-1], num_heads, head_dim).any(dim=-1).flatten(0, -2).any(0)
+    return (
+        "the weights of every head are right; the output differs in the features of head "
+        f"{indices(slots)} (head h fills features h * Dh to (h + 1) * Dh - 1): check the merge"
+    )
 
 
 def _mha_reference(query, key, value, num_heads):
@@ -165,11 +270,16 @@ def check_multi_head_attention(fn: Callable) -> None:
     cross-attention with ``Tq != Tk``, self-attention, one head, heads of width 1, a single
     token, ``float64``.
 
+    On a failure it probes ``fn`` with inputs of its own and names the mistake whose behaviour
+    ``fn`` shows on all of them, or says which heads' weights or which heads' features of the
+    output are wrong.
+
     Mistakes it names: ``merge_without_transpose``, ``merge_wrong_permutation``,
-    ``split_without_transpose``, ``split_and_merge_without_transpose``,
+    ``split_without_transpose``, ``split_and_merge_without_transpose``, ``heads_interleaved``,
     ``split_with_query_length``, ``heads_and_width_swapped``, ``heads_not_merged``,
-    ``weights_averaged``, ``view_after_transpose``, ``scaled_by_sqrt_d_model``, ``no_scaling``,
-    ``scaled_after_softmax``, ``softmax_axis``, ``pair_swapped``, ``not_a_pair``,
+    ``weights_averaged``, ``weights_summed``, ``weights_of_one_head``, ``view_after_transpose``,
+    ``scaled_by_sqrt_d_model``, ``no_scaling``, ``scaled_after_softmax``, ``softmax_axis``,
+    ``keys_values_swapped``, ``scores_transposed``, ``pair_swapped``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
@@ -182,55 +292,31 @@ def check_multi_head_attention(fn: Callable) -> None:
     """
     check_callable(fn)
     cases = _mha_cases()
+    diagnosis = cache(
+        lambda: diagnose_by_probes(fn, _mha_probes(), _mha_signatures, _mha_reference)
+    )
     for case in cases:
         query, key, value, num_heads = case.args
         batch, query_len, d_model = query.shape
         key_len = key.shape[1]
-
-        def shape_mistake(
-            out_shape, w_shape, b=batch, tq=query_len, tk=key_len, h=num_heads, d=d_model
-        ):
-            if w_shape == (b, d // h, tq, tk) and h != d // h:
-                return "heads_and_width_swapped"
-            if w_shape == (b, tq, tk):
-                return "weights_averaged"
-            if out_shape == (b, h, tq, d // h):
-                return "heads_not_merged"
-            return None
-
-        def variant(q=query, k=key, v=value, h=num_heads, **kwargs):
-            return lambda: _mha_variant(q, k, v, h, **kwargs)
-
-        variants = {
-            "merge_without_transpose": variant(merge="no_transpose"),
-            "split_without_transpose": variant(split="no_transpose"),
-            "split_and_merge_without_transpose": variant(
-                split="no_transpose", merge="no_transpose"
-            ),
-            **{
-                f"merge_wrong_permutation/{''.join(map(str, order))}": variant(merge=order)
-                for order in _WRONG_MERGES
-            },
-            "scaled_by_sqrt_d_model": variant(divisor=math.sqrt(d_model)),
-            "no_scaling": variant(divisor=1.0),
-            "scaled_after_softmax": variant(scale_after_softmax=True),
-            "softmax_axis": variant(dim=-2),
-        }
 
         def error_hint(error, b=batch, tq=query_len, tk=key_len, d=d_model):
             # view(B, Tq, H, Dh) of a [B, Tk, D] tensor: "shape '[...]' is invalid for input
             # of size B * Tk * D".
             if tq != tk and f"is invalid for input of size {b * tk * d}" in str(error):
                 return "split_with_query_length"
-            return _view_error(error)
+            return _view_error(error) or diagnosis()
 
+        expected = _mha_reference(*case.args)
         result = run(fn, case, error_hint)
         compare_pair(
             name_of(fn),
             case,
             result,
-            _mha_reference(*case.args),
-            variants,
-            shape_mistake,
+            expected,
+            {},
+            lambda out, w: diagnosis(),
+            fallback=lambda got: diagnosis(),
+            locate=lambda got, expected=expected, h=num_heads: locate_heads(got, expected, h),
         )
     success(fn, cases)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
 from typing import Callable  # noqa: UP035
@@ -48,6 +50,22 @@ MISTAKES = register_mistakes(
             "positions start at 1: the first row is position 0 (sin 0 = 0, cos 0 = 1)"
         ),
         "encoding_transposed": "the encoding is transposed: return [max_len, d_model]",
+        "frequency_2i_doubled": (
+            "2i counted twice: torch.arange(0, d_model, 2) already gives 2i, so the exponent is "
+            "that divided by d_model, not 2 * arange(0, d_model, 2) / d_model"
+        ),
+        "exponent_parentheses": (
+            "the exponent without its parentheses: ** takes only the number right after it, so "
+            "write pos / 10000 ** (2 * i / d_model)"
+        ),
+        "wrong_base": (
+            "the base is not 10000: the angle is pos / 10000 ** (2i / d_model) (check the "
+            "number of zeros, 1e4)"
+        ),
+        "one_function_for_all_columns": (
+            "every column a sine, or every column a cosine: even columns hold the sine, odd "
+            "columns the cosine"
+        ),
         "odd_d_model": (
             "an odd d_model fails: the last column is then a sine without a cosine partner, so "
             "there is one cosine column fewer than sine columns"
@@ -61,14 +79,25 @@ def _encoding_variant(max_len: int, d_model: int, mistake: str) -> torch.Tensor:
     if mistake == "positions_from_one":
         position = position + 1
     pair = torch.arange((d_model + 1) // 2, dtype=torch.float64)  # [ceil(D / 2)]: i
-    exponent = (pair if mistake == "frequency_i_not_2i" else 2 * pair) / d_model
+    factor = {"frequency_i_not_2i": 1, "frequency_2i_doubled": 4}.get(mistake, 2)
+    exponent = factor * pair / d_model
     angle = position / 10000.0**exponent  # [T, ceil(D / 2)]
     if mistake == "frequency_inverted":
         angle = position * 10000.0**exponent
+    if mistake == "exponent_parentheses/power_of_2i":  # pos / 10000 ** (2 * i) / d_model
+        angle = position / 10000.0 ** (2 * pair) / d_model
+    if mistake == "exponent_parentheses/squared":  # pos / 10000 ** 2 * (2 * i) / d_model
+        angle = position / 10000.0**2 * (2 * pair) / d_model
+    if mistake == "exponent_parentheses/squared_i":  # pos / 10000 ** 2 * i / d_model
+        angle = position / 10000.0**2 * pair / d_model
     encoding = torch.empty(max_len, d_model, dtype=torch.float64)
     sin, cos = torch.sin(angle), torch.cos(angle)
     if mistake == "sin_cos_swapped":
         sin, cos = cos, sin
+    if mistake == "one_function_for_all_columns/sin":
+        cos = sin
+    if mistake == "one_function_for_all_columns/cos":
+        sin = cos
     if mistake == "halves_not_interleaved":
         encoding = torch.cat([sin, cos[:, : d_model // 2]], dim=1)  # [T, D]
     elif mistake == "frequency_column_index":
@@ -86,25 +115,72 @@ def _inverted_frequency(result: torch.Tensor, max_len: int, d_model: int) -> boo
     """Whether ``result`` is the encoding with angles ``pos * base ** (2i / D)``.
 
     Those angles reach millions of radians, where float32 keeps no digit of the sine, so only
-    the columns whose angles stay below 100 radians are compared.
+    the entries whose angles stay below 100 radians are compared; some of them must be in a pair
+    other than the first, whose angle (the position itself) is the same either way.
     """
     expected = _encoding_variant(max_len, d_model, "frequency_inverted").double()
     pair = torch.arange(d_model, dtype=torch.float64) // 2  # [D]: i of each column
-    largest_angle = (max_len - 1) * 10000.0 ** (2 * pair / d_model)  # [D]
-    columns = largest_angle < 100
-    if columns.all() or not columns.any():
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # [T, 1]
+    small = position * 10000.0 ** (2 * pair / d_model) < 100  # [T, D]
+    if not (small & (pair > 0)).any():
         return False
-    return torch.allclose(result.double()[:, columns], expected[:, columns], atol=1e-3)
+    return torch.allclose(result.double()[small], expected[small], atol=1e-3)
 
 
 _ENCODING_MISTAKES = (
     "sin_cos_swapped",
     "frequency_i_not_2i",
+    "frequency_2i_doubled",
+    "exponent_parentheses/power_of_2i",
+    "exponent_parentheses/squared",
+    "exponent_parentheses/squared_i",
+    "one_function_for_all_columns/sin",
+    "one_function_for_all_columns/cos",
     "frequency_column_index",
     "frequency_inverted",
     "halves_not_interleaved",
     "positions_from_one",
 )
+
+
+def _other_base(result: torch.Tensor, max_len: int, d_model: int) -> bool:
+    """Whether ``result`` is the encoding with another base than 10000, read from the angle by
+    which the second column pair turns from position 0 to 1."""
+    if max_len < 2 or d_model < 4:
+        return False
+    r = result.double()
+    step = torch.atan2(r[1, 2], r[1, 3])  # the angle of pair 1 at position 1: base ** (-2 / D)
+    if not 0 < step < math.pi / 2:
+        return False
+    base = step.item() ** (-d_model / 2)
+    if abs(base - 10000) < 1:
+        return False
+    other = sinusoidal_encoding(max_len, d_model, base=base).double()
+    return torch.allclose(r, other, atol=1e-3, rtol=1e-3)
+
+
+def _locate_encoding(result: torch.Tensor, expected: torch.Tensor) -> str:
+    """Which rows and columns of the encoding are wrong, and how fast the first wrong pair
+    turns."""
+    r, e = result.double(), expected.double()
+    wrong = ~torch.isclose(r, e, atol=1e-4, rtol=1e-4, equal_nan=False)  # [T, D]
+    columns, rows = wrong.any(dim=0), wrong.any(dim=1)
+    first = int(columns.nonzero()[0])
+    kind = "sine" if first % 2 == 0 else "cosine"
+    text = (
+        f"{int(columns.sum())} of {columns.numel()} columns are wrong, the first column "
+        f"{first} (the {kind} of pair {first // 2}), from position {int(rows.nonzero()[0])} on"
+    )
+    pair = first // 2
+    if r.shape[0] > 1 and 2 * pair + 1 < r.shape[1]:
+        step = torch.atan2(r[1, 2 * pair], r[1, 2 * pair + 1]).item()
+        expected_step = torch.atan2(e[1, 2 * pair], e[1, 2 * pair + 1]).item()
+        if math.isfinite(step):
+            text += (
+                f"; from position 0 to 1 that pair turns by {step:.3g} rad, expected "
+                f"{expected_step:.3g} (read as atan2(sine, cosine))"
+            )
+    return text
 
 
 def check_sinusoidal_encoding(fn: Callable) -> None:
@@ -116,8 +192,13 @@ def check_sinusoidal_encoding(fn: Callable) -> None:
     ``pos / 10000 ** (2i / d_model)``. Cases: 50 positions of width 16, 200 positions of width
     64, a single position, width 2, and an odd width.
 
+    When the values differ and no mistake fits, it says which columns and positions are wrong and
+    how fast the first wrong column pair turns.
+
     Mistakes it names: ``sin_cos_swapped``, ``frequency_i_not_2i``, ``frequency_column_index``,
-    ``frequency_inverted``, ``halves_not_interleaved``, ``positions_from_one``,
+    ``frequency_2i_doubled``, ``exponent_parentheses``, ``wrong_base``,
+    ``one_function_for_all_columns``, ``frequency_inverted``, ``halves_not_interleaved``,
+    ``positions_from_one``,
     ``encoding_transposed``, ``odd_d_model``, ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
@@ -141,6 +222,7 @@ def check_sinusoidal_encoding(fn: Callable) -> None:
         max_len, d_model = case.args
         odd = d_model % 2 == 1
         result = run(fn, case, lambda error, odd=odd: "odd_d_model" if odd else None)
+        expected = sinusoidal_encoding(max_len, d_model)
         expect_tensor(fn_name, case, result)
 
         def shape_mistake(name, shapes, max_len=max_len, d_model=d_model, odd=odd):
@@ -150,6 +232,8 @@ def check_sinusoidal_encoding(fn: Callable) -> None:
         def fallback(got, max_len=max_len, d_model=d_model, odd=odd):
             if _inverted_frequency(got[0], max_len, d_model):
                 return "frequency_inverted"
+            if _other_base(got[0], max_len, d_model):
+                return "wrong_base"
             return "odd_d_model" if odd else None
 
         # The encoding is float32 whatever the learner computes in; NaN is just a difference.
@@ -160,7 +244,7 @@ def check_sinusoidal_encoding(fn: Callable) -> None:
                 Result(
                     "result",
                     result,
-                    sinusoidal_encoding(max_len, d_model),
+                    expected,
                     finite=False,
                     expected_dtype="float32",
                     values="values",
@@ -175,5 +259,6 @@ def check_sinusoidal_encoding(fn: Callable) -> None:
             },
             shape_mistake=shape_mistake,
             fallback=fallback,
+            locate=lambda got, expected=expected: _locate_encoding(got[0], expected),
         )
     success(fn, cases)

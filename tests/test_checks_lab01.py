@@ -1,0 +1,201 @@
+"""Lab 1's check: right implementations written in other ways pass; each mistake of its
+catalogue, written the way a learner writes it, is named; an unknown one is located."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from attention_lab.checks import MISTAKES, check_scaled_dot_product_attention
+
+CHECK = check_scaled_dot_product_attention
+
+
+def flat(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Right, written differently.
+
+
+def with_einsum(query, key, value):
+    scores = torch.einsum("...qd,...kd->...qk", query, key) / query.shape[-1] ** 0.5
+    weights = scores.softmax(-1)
+    return torch.einsum("...qk,...kv->...qv", weights, value), weights
+
+
+def softmax_by_hand(query, key, value):
+    scores = query @ key.mT * (1.0 / math.sqrt(key.size(-1)))
+    scores = scores - scores.max(dim=-1, keepdim=True).values
+    exp = scores.exp()
+    weights = exp / exp.sum(-1, keepdim=True)
+    return torch.matmul(weights, value), weights
+
+
+def both_scaled_by_fourth_root(query, key, value):
+    root = query.shape[-1] ** 0.25
+    weights = F.softmax((query / root) @ (key / root).transpose(-1, -2), dim=-1)
+    return weights @ value, weights
+
+
+def flattened_batch(query, key, value):
+    lead = query.shape[:-2]
+    q = query.reshape(-1, *query.shape[-2:])  # [N, Tq, Dk]
+    k = key.reshape(-1, *key.shape[-2:])
+    v = value.reshape(-1, *value.shape[-2:])
+    weights = torch.softmax(torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.shape[-1]), dim=2)
+    output = torch.bmm(weights, v)
+    return output.reshape(*lead, *output.shape[-2:]), weights.reshape(*lead, *weights.shape[-2:])
+
+
+RIGHT = [with_einsum, softmax_by_hand, both_scaled_by_fourth_root, flattened_batch]
+
+
+@pytest.mark.parametrize("fn", RIGHT, ids=[fn.__name__ for fn in RIGHT])
+def test_right_implementations_pass(fn, capsys):
+    check_scaled_dot_product_attention(fn)
+    assert capsys.readouterr().out.startswith("✓")
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrong, one mistake each, learner-style.
+
+
+def scaled_by_value_width(query, key, value):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(value.shape[-1]), dim=-1)
+    return weights @ value, weights
+
+
+def scaled_by_query_length(query, key, value):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-2]), dim=-1)
+    return weights @ value, weights
+
+
+def scaled_by_key_length(query, key, value):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / key.size(-2) ** 0.5, dim=-1)
+    return weights @ value, weights
+
+
+def both_scaled_by_sqrt_dk(query, key, value):
+    root = math.sqrt(query.shape[-1])
+    weights = torch.softmax((query / root) @ (key / root).transpose(-2, -1), dim=-1)
+    return weights @ value, weights
+
+
+def keys_values_swapped(query, key, value):
+    weights = torch.softmax(query @ value.transpose(-2, -1) / math.sqrt(query.shape[-1]), -1)
+    return weights @ key, weights
+
+
+def fixed_transpose(query, key, value):
+    scores = query @ key.transpose(1, 2) / math.sqrt(query.shape[-1])
+    weights = scores.softmax(dim=-1)
+    return weights @ value, weights
+
+
+def fixed_softmax_axis(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    weights = scores.softmax(dim=2)
+    return weights @ value, weights
+
+
+def log_softmax(query, key, value):
+    weights = F.log_softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    return weights @ value, weights
+
+
+def sum_without_keepdim(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    exp = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    weights = exp / exp.sum(dim=-1)
+    return weights @ value, weights
+
+
+def transposed_weights_in_output(query, key, value):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    return weights.transpose(-2, -1) @ value, weights
+
+
+def returns_scores(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    return torch.softmax(scores, dim=-1) @ value, scores
+
+
+def query_times_key_untransposed(query, key, value):
+    weights = torch.softmax(query @ key / math.sqrt(query.shape[-1]), dim=-1)
+    return weights @ value, weights
+
+
+def keys_times_queries(query, key, value):
+    weights = torch.softmax(key @ query.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    return weights @ value, weights
+
+
+def width_from_the_keys_length(query, key, value):
+    d_k = key.shape[-2]  # the keys' length, not their width
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
+    return weights @ value, weights
+
+
+def output_shaped_like_the_query(query, key, value):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    output = torch.empty_like(query)  # [..., Tq, Dk]: the output is [..., Tq, Dv]
+    output[...] = weights @ value
+    return output, weights
+
+
+def divided_by_d_v_squared(query, key, value):
+    # Not in the catalogue: divides by d_v, which no probe's d_k or T equals on every probe.
+    weights = torch.softmax(query @ key.transpose(-2, -1) / value.shape[-1] ** 2, dim=-1)
+    return weights @ value, weights
+
+
+WRONG = [
+    (scaled_by_value_width, "scaled_by_value_width"),
+    (scaled_by_query_length, "scaled_by_sequence_length"),
+    (scaled_by_key_length, "scaled_by_sequence_length"),
+    (width_from_the_keys_length, "scaled_by_sequence_length"),
+    (both_scaled_by_sqrt_dk, "scaled_by_d_k"),
+    (keys_values_swapped, "keys_values_swapped"),
+    (fixed_transpose, "fixed_axes"),
+    (fixed_softmax_axis, "fixed_axes"),
+    (log_softmax, "log_softmax"),
+    (sum_without_keepdim, "softmax_sum_without_keepdim"),
+    (transposed_weights_in_output, "output_uses_transposed_weights"),
+    (returns_scores, "returned_scores"),
+    (query_times_key_untransposed, "scores_transposed"),
+    (keys_times_queries, "scores_transposed"),
+    (output_shaped_like_the_query, "sizes_mixed_up"),
+]
+
+
+@pytest.mark.parametrize(("fn", "mistake"), WRONG, ids=[fn.__name__ for fn, _ in WRONG])
+def test_a_mistake_is_named(fn, mistake):
+    with pytest.raises(AssertionError) as info:
+        check_scaled_dot_product_attention(fn)
+    message = flat(info.value)
+    assert f"Likely mistake: {MISTAKES[mistake]}" in message, message
+    assert len(str(info.value).splitlines()) <= 8
+
+
+def test_an_unknown_temperature_is_located_not_named():
+    with pytest.raises(AssertionError) as info:
+        check_scaled_dot_product_attention(divided_by_d_v_squared)
+    message = flat(info.value)
+    assert "Likely mistake" not in message
+    assert "Where it goes wrong: each row sums to 1 and ranks the keys" in message
+    assert "scores multiplied by 0.0556" in message  # sqrt(4) / 36
+
+
+def test_a_wrong_output_alone_is_located():
+    def adds_the_query(query, key, value):
+        weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), -1)
+        return weights @ value + query.sum(-1, keepdim=True), weights
+
+    with pytest.raises(AssertionError) as info:
+        check_scaled_dot_product_attention(adds_the_query)
+    assert "the weights are right, the output is not weights @ value" in flat(info.value)

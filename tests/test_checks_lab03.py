@@ -1,0 +1,121 @@
+"""Lab 3's check: right implementations written in other ways pass; each mistake of its
+catalogue, written the way a learner writes it, is named; an unknown one is located."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attention_lab.checks import MISTAKES, check_sinusoidal_encoding
+
+CHECK = check_sinusoidal_encoding
+
+
+def flat(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+# ---------------------------------------------------------------------------------------------
+# Right, written differently.
+
+
+def with_log_space(max_len, d_model):
+    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+    div_term = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float64) * -math.log(1e4) / d_model
+    )
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)[:, : d_model // 2]
+    return pe.float()
+
+
+def with_python_loops(max_len, d_model):
+    pe = torch.zeros(max_len, d_model)
+    for pos in range(max_len):
+        for j in range(d_model):
+            angle = pos / 10000 ** (2 * (j // 2) / d_model)
+            pe[pos, j] = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+    return pe
+
+
+def stacked_and_flattened(max_len, d_model):
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]
+    inv = 1.0 / 10000 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    angle = position * inv  # [T, ceil(D / 2)]
+    pairs = torch.stack([angle.sin(), angle.cos()], dim=-1)  # [T, ceil(D / 2), 2]
+    return pairs.flatten(1)[:, :d_model].float()
+
+
+RIGHT = [with_log_space, with_python_loops, stacked_and_flattened]
+
+
+@pytest.mark.parametrize("fn", RIGHT, ids=[fn.__name__ for fn in RIGHT])
+def test_right_implementations_pass(fn, capsys):
+    check_sinusoidal_encoding(fn)
+    assert capsys.readouterr().out.startswith("✓")
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrong, one mistake each, learner-style.
+
+
+def encoding(max_len, d_model, angle_of, sin=torch.sin, cos=torch.cos):
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = angle_of(position, two_i, d_model)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = sin(angle)
+    pe[:, 1::2] = cos(angle[:, : d_model // 2])
+    return pe.float()
+
+
+def two_i_doubled(max_len, d_model):
+    return encoding(max_len, d_model, lambda pos, two_i, d: pos / 10000 ** (2 * two_i / d))
+
+
+def without_parentheses(max_len, d_model):
+    return encoding(max_len, d_model, lambda pos, two_i, d: pos / 10000**two_i / d)
+
+
+def base_with_a_zero_too_few(max_len, d_model):
+    return encoding(max_len, d_model, lambda pos, two_i, d: pos / 1000 ** (two_i / d))
+
+
+def sine_everywhere(max_len, d_model):
+    right = lambda pos, two_i, d: pos / 10000 ** (two_i / d)  # noqa: E731
+    return encoding(max_len, d_model, right, cos=torch.sin)
+
+
+WRONG = [
+    (two_i_doubled, "frequency_2i_doubled"),
+    (without_parentheses, "exponent_parentheses"),
+    (base_with_a_zero_too_few, "wrong_base"),
+    (sine_everywhere, "one_function_for_all_columns"),
+]
+
+
+@pytest.mark.parametrize(("fn", "mistake"), WRONG, ids=[fn.__name__ for fn, _ in WRONG])
+def test_a_mistake_is_named(fn, mistake):
+    with pytest.raises(AssertionError) as info:
+        check_sinusoidal_encoding(fn)
+    message = flat(info.value)
+    assert f"Likely mistake: {MISTAKES[mistake]}" in message, message
+    assert len(str(info.value).splitlines()) <= 8
+
+
+def test_an_unknown_frequency_is_located():
+    def last_pair_too_slow(max_len, d_model):
+        pe = encoding(max_len, d_model, lambda pos, two_i, d: pos / 10000 ** (two_i / d))
+        if d_model >= 4:
+            angle = torch.arange(max_len, dtype=torch.float64) / 1e9
+            pe[:, -2 + d_model % 2] = angle.sin().float()
+        return pe
+
+    with pytest.raises(AssertionError) as info:
+        check_sinusoidal_encoding(last_pair_too_slow)
+    message = flat(info.value)
+    assert "Likely mistake" not in message
+    assert "Where it goes wrong: 1 of 16 columns are wrong, the first column 14" in message
