@@ -89,7 +89,28 @@ def sine_everywhere(max_len, d_model):
     return encoding(max_len, d_model, right, cos=torch.sin)
 
 
+def angles_in_float32(max_len, d_model):
+    position = torch.arange(max_len).unsqueeze(1)  # int64, divided below into float32
+    two_i = torch.arange(0, d_model, 2)
+    angle = position / 10000 ** (two_i / d_model)  # float32 angles
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return pe
+
+
+def integer_division_in_the_exponent(max_len, d_model):
+    return encoding(max_len, d_model, lambda pos, two_i, d: pos / 10000 ** (two_i // d))
+
+
+def exponent_over_half_the_width(max_len, d_model):
+    return encoding(max_len, d_model, lambda pos, two_i, d: pos / 10000 ** ((two_i / 2) / (d // 2)))
+
+
 WRONG = [
+    (angles_in_float32, "angles_in_float32"),
+    (integer_division_in_the_exponent, "exponent_always_zero"),
+    (exponent_over_half_the_width, "odd_width_exponent"),
     (two_i_doubled, "frequency_2i_doubled"),
     (without_parentheses, "exponent_parentheses"),
     (base_with_a_zero_too_few, "wrong_base"),
