@@ -179,7 +179,7 @@ def difference(got: torch.Tensor, expected: torch.Tensor) -> str:
 
 
 # The names of results that take a plural verb.
-_PLURAL = {"weights", "outputs", "cached keys", "scores", "top indices", "values"}
+_PLURAL = {"weights", "outputs", "cached keys", "scores", "top indices", "values", "cached values"}
 
 
 def the(what: str, verb: str) -> str:
