@@ -7,6 +7,7 @@ computes, so a test passes only if the check recognises the mistake by what the 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from attention_lab import checks
 from attention_lab.checks import MISTAKES
@@ -78,7 +79,116 @@ def encoder_layer_post_norm_only(x, layer, mask=None):
     return layer.norm2(x + layer.feed_forward(x)), weights
 
 
-RIGHT = [encoder_layer]
+def encoder_layer_in_one_expression_each(x, layer, mask=None):
+    """Right, written as a sub-layer helper called twice."""
+
+    def sublayer(x, fn, norm, dropout):
+        if layer.norm_first:
+            out = fn(norm(x))
+            return x + dropout(out[0] if isinstance(out, tuple) else out), out
+        out = fn(x)
+        return norm(x + dropout(out[0] if isinstance(out, tuple) else out)), out
+
+    x, (_, weights) = sublayer(
+        x, lambda h: layer.self_attn(h, mask=mask), layer.norm1, layer.dropout1
+    )
+    x, _ = sublayer(x, layer.feed_forward, layer.norm2, layer.dropout2)
+    return x, weights
+
+
+def encoder_layer_with_names(x, layer, mask=None):
+    """Right, with intermediate names and keyword calls."""
+    residual = x
+    if layer.norm_first:
+        normed = layer.norm1(residual)
+        attn_out, attn_weights = layer.self_attn(normed, normed, normed, mask=mask)
+        hidden = residual + layer.dropout1(attn_out)
+        ff_out = layer.feed_forward(layer.norm2(hidden))
+        return hidden + layer.dropout2(ff_out), attn_weights
+    attn_out, attn_weights = layer.self_attn(query=residual, mask=mask)
+    hidden = layer.norm1(residual + layer.dropout1(attn_out))
+    ff_out = layer.dropout2(layer.feed_forward(hidden))
+    return layer.norm2(ff_out + hidden), attn_weights
+
+
+def wired(x, layer, mask=None, *, mistake):
+    """Learner-style wiring with one mistake of dropout, norms or order."""
+    a_drop, f_drop = layer.dropout1, layer.dropout2
+    if mistake == "dropouts_swapped":
+        a_drop, f_drop = f_drop, a_drop
+    if layer.norm_first:
+        if mistake == "parallel":
+            a, w = layer.self_attn(layer.norm1(x), mask=mask)
+            return x + a_drop(a) + f_drop(layer.feed_forward(layer.norm2(x))), w
+        if mistake == "parallel_one_norm":
+            h = layer.norm1(x)
+            a, w = layer.self_attn(h, mask=mask)
+            return x + a_drop(a) + f_drop(layer.feed_forward(h)), w
+        if mistake == "no_second_norm":
+            a, w = layer.self_attn(layer.norm1(x), mask=mask)
+            x = x + a_drop(a)
+            return x + f_drop(layer.feed_forward(x)), w
+        a, w = layer.self_attn(layer.norm1(x), mask=mask)
+        if mistake == "dropout_on_sum":
+            x = a_drop(x + a)
+            return f_drop(x + layer.feed_forward(layer.norm2(x))), w
+        if mistake == "no_dropout":
+            x = x + a
+            return x + layer.feed_forward(layer.norm2(x)), w
+        x = x + a_drop(a)
+        return x + f_drop(layer.feed_forward(layer.norm2(x))), w
+    if mistake == "dropout_on_input":
+        a, w = layer.self_attn(a_drop(x), mask=mask)
+        x = layer.norm1(x + a)
+        return layer.norm2(x + layer.feed_forward(f_drop(x))), w
+    a, w = layer.self_attn(x, mask=mask)
+    if mistake == "dropout_on_sum":
+        x = layer.norm1(a_drop(x + a))
+        return layer.norm2(f_drop(x + layer.feed_forward(x))), w
+    if mistake == "dropout_on_sum_attention_only":
+        x = layer.norm1(a_drop(x + a))
+        return layer.norm2(x + f_drop(layer.feed_forward(x))), w
+    if mistake == "dropout_after_norm":
+        x = a_drop(layer.norm1(x + a))
+        return f_drop(layer.norm2(x + layer.feed_forward(x))), w
+    if mistake == "no_dropout":
+        x = layer.norm1(x + a)
+        return layer.norm2(x + layer.feed_forward(x)), w
+    if mistake == "no_second_dropout":
+        x = layer.norm1(x + a_drop(a))
+        return layer.norm2(x + layer.feed_forward(x)), w
+    if mistake == "no_second_norm":
+        x = layer.norm1(x + a_drop(a))
+        return x + f_drop(layer.feed_forward(x)), w
+    if mistake == "no_first_norm":
+        x = x + a_drop(a)
+        return layer.norm2(x + f_drop(layer.feed_forward(x))), w
+    if mistake == "parallel":
+        h = layer.norm1(x + a_drop(a))
+        return layer.norm2(h + f_drop(layer.feed_forward(x))), w
+    x = layer.norm1(x + a_drop(a))
+    return layer.norm2(x + f_drop(layer.feed_forward(x))), w
+
+
+def wrong(mistake):
+    def fn(x, layer, mask=None):
+        return wired(x, layer, mask, mistake=mistake)
+
+    fn.__name__ = f"encoder_layer_{mistake}"
+    return fn
+
+
+def pre_norm_only_when_asked(mistake):
+    """Post-norm right, the mistake in the pre-norm branch only (reached on case 3)."""
+
+    def fn(x, layer, mask=None):
+        return wired(x, layer, mask, mistake=mistake if layer.norm_first else "")
+
+    fn.__name__ = f"encoder_layer_pre_norm_{mistake}"
+    return fn
+
+
+RIGHT = [encoder_layer, encoder_layer_in_one_expression_each, encoder_layer_with_names]
 WRONG = [
     (check, encoder_layer_pre_norm_only, "pre_norm_instead_of_post_norm"),
     (check, encoder_layer_post_norm_only, "post_norm_instead_of_pre_norm"),
@@ -94,6 +204,21 @@ WRONG = [
         "pre_norm_residual_normalised",
     ),
     (check, with_(encoder_layer, mistake="mask_ignored"), "encoder_mask_ignored"),
+    (check, wrong("no_second_norm"), "norm2_missing"),
+    (check, pre_norm_only_when_asked("no_second_norm"), "norm2_missing"),
+    (check, wrong("no_first_norm"), "norm1_missing"),
+    (check, wrong("parallel"), "parallel_sublayers"),
+    (check, pre_norm_only_when_asked("parallel"), "parallel_sublayers"),
+    (check, pre_norm_only_when_asked("parallel_one_norm"), "parallel_sublayers"),
+    (check, wrong("dropout_on_sum"), "dropout_on_residual_sum"),
+    (check, wrong("dropout_on_sum_attention_only"), "dropout_on_residual_sum"),
+    (check, pre_norm_only_when_asked("dropout_on_sum"), "dropout_on_residual_sum"),
+    (check, wrong("dropout_after_norm"), "dropout_after_norm"),
+    (check, wrong("no_dropout"), "dropout_missing"),
+    (check, wrong("no_second_dropout"), "dropout_missing"),
+    (check, pre_norm_only_when_asked("no_dropout"), "dropout_missing"),
+    (check, wrong("dropouts_swapped"), "dropouts_swapped"),
+    (check, wrong("dropout_on_input"), "dropout_on_sublayer_input"),
 ]
 
 
@@ -132,3 +257,23 @@ def test_calling_the_whole_layer_is_refused_with_advice():
     with pytest.raises(AssertionError) as info:
         check(calls_the_layer)
     assert "build the layer from its parts" in flat(info.value)
+
+
+def test_an_unknown_mistake_says_which_part_goes_wrong():
+    def doubles_the_attention(x, layer, mask=None):
+        a, w = layer.self_attn(x, mask=mask) if not layer.norm_first else (None, None)
+        x = layer.norm1(x + 2 * layer.dropout1(a))
+        return layer.norm2(x + layer.dropout2(layer.feed_forward(x))), w
+
+    with pytest.raises(AssertionError) as info:
+        check(doubles_the_attention)
+    message = flat(info.value)
+    assert "Likely mistake" not in message
+    assert "Where it goes wrong: layer.norm1 receives another input" in message
+
+
+def test_the_check_leaves_the_global_random_state_alone():
+    torch.manual_seed(5)
+    before = torch.get_rng_state()
+    check(encoder_layer)
+    assert torch.equal(torch.get_rng_state(), before)
