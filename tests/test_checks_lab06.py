@@ -7,6 +7,7 @@ computes, so a test passes only if the check recognises the mistake by what the 
 from __future__ import annotations
 
 import pytest
+import torch
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab import checks
@@ -45,6 +46,16 @@ def search(
     def mean_pool(hidden, mask):
         if pool == "all":
             return hidden.mean(dim=1)
+        if pool == "sum_all_over_real":
+            return hidden.sum(dim=1) / mask.sum(dim=1, keepdim=True)
+        if pool == "first":
+            return hidden[:, 0, :]
+        if pool == "max":
+            return hidden.max(dim=1).values
+        if pool == "normalised_tokens":
+            hidden = F.normalize(hidden, dim=-1)
+        if pool == "inverted":
+            mask = 1 - mask.long()
         weights = mask.unsqueeze(-1) if unsqueeze else mask
         weights = weights.to(hidden.dtype)
         count = weights.sum(dim=1)
@@ -63,6 +74,10 @@ def search(
     scores = documents @ queries.T if transpose else queries @ documents.T
     if rank == "argsort":
         return scores, scores.argsort(dim=-1)[:, :k]
+    if rank == "argsort_last":
+        return scores, scores.argsort(dim=-1)[:, -k:]
+    if rank == "values":
+        return scores, scores.topk(k, dim=-1).values
     if rank == "over_queries":
         return scores, scores.topk(k, dim=0).indices
     return scores, scores.topk(k, dim=-1).indices
@@ -76,7 +91,36 @@ def search_in_float64(query_hidden, query_mask, doc_hidden, doc_mask, k):
     return search(query_hidden.double(), query_mask, doc_hidden.double(), doc_mask, k)
 
 
-RIGHT = [search]
+def search_with_einsum_and_sort(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    """Right: a bool mask, torch.where for the padding, norms by hand with a floor, sort."""
+
+    def pool(hidden, mask):
+        keep = mask.bool().unsqueeze(-1)  # [B, T, 1]
+        total = torch.where(keep, hidden, torch.zeros(())).sum(1)
+        return total / keep.sum(1).clamp(min=1)
+
+    q, d = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
+    q = q / q.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    d = d / d.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    scores = torch.einsum("qd,nd->qn", q, d)
+    order = scores.sort(dim=1, descending=True).indices
+    return scores, order[:, :k]
+
+
+def search_with_cosine_similarity(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    """Right: a pooled sum (the cosine ignores the length), F.cosine_similarity, one row at
+    a time."""
+
+    def pooled_sum(hidden, mask):
+        return (hidden * mask[:, :, None].to(hidden.dtype)).sum(dim=1)
+
+    q, d = pooled_sum(query_hidden, query_mask), pooled_sum(doc_hidden, doc_mask)
+    rows = [F.cosine_similarity(q[i : i + 1], d, dim=-1, eps=1e-30) for i in range(len(q))]
+    scores = torch.stack(rows)
+    return scores, torch.stack([row.topk(k).indices for row in rows])
+
+
+RIGHT = [search, search_with_einsum_and_sort, search_with_cosine_similarity]
 WRONG = [
     (check, with_(search, pool="all"), "mean_over_padding"),
     (check, with_(search, unsqueeze=False), "pool_mask_not_unsqueezed"),
@@ -91,6 +135,13 @@ WRONG = [
     (check, with_(search, rank="argsort"), "ranked_ascending"),
     (check, scores_only, "not_a_pair"),
     (check, search_in_float64, "wrong_dtype"),
+    (check, with_(search, pool="sum_all_over_real"), "mean_over_padding"),
+    (check, with_(search, pool="normalised_tokens"), "tokens_normalised_before_pooling"),
+    (check, with_(search, pool="first"), "pooled_first_token"),
+    (check, with_(search, pool="max"), "max_pooled"),
+    (check, with_(search, pool="inverted"), "pool_mask_inverted"),
+    (check, with_(search, rank="values"), "top_values_not_indices"),
+    (check, with_(search, rank="argsort_last"), "top_not_best_first"),
 ]
 
 
@@ -119,3 +170,31 @@ def test_every_mistake_of_the_lab_is_proved():
     assert set(search.MISTAKES) <= {key for _, _, key in WRONG}
     documented = {key for key in MISTAKES if f"``{key}``" in check.__doc__}
     assert {key for _, _, key in WRONG} <= documented
+
+
+def test_an_unknown_mistake_says_which_scores_go_wrong():
+    def search_squaring_the_mask(query_hidden, query_mask, doc_hidden, doc_mask, k):
+        def pool(hidden, mask):
+            w = mask[..., None].to(hidden.dtype)
+            return (hidden * w).sum(1) / (w.sum(1) ** 2).clamp(min=1e-9) + hidden[:, -1] * 0.1
+
+        q = F.normalize(pool(query_hidden, query_mask), dim=-1)
+        d = F.normalize(pool(doc_hidden, doc_mask), dim=-1)
+        scores = q @ d.T
+        return scores, scores.topk(k, dim=-1).indices
+
+    with pytest.raises(AssertionError) as info:
+        check(search_squaring_the_mask)
+    message = flat(info.value)
+    assert "Likely mistake" not in message
+    assert "Where it goes wrong: the scores differ for queries" in message
+
+
+def test_right_scores_ranked_wrongly_are_located():
+    def search_ranking_the_second_best_first(*args):
+        scores, top = search(*args)
+        return scores, top.roll(1, dims=-1)
+
+    with pytest.raises(AssertionError) as info:
+        check(search_ranking_the_second_best_first)
+    assert "your scores are right and so is the set" in flat(info.value)
