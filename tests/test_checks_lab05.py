@@ -124,6 +124,10 @@ def wired(x, layer, mask=None, *, mistake):
             h = layer.norm1(x)
             a, w = layer.self_attn(h, mask=mask)
             return x + a_drop(a) + f_drop(layer.feed_forward(h)), w
+        if mistake == "final_norm":
+            a, w = layer.self_attn(layer.norm1(x), mask=mask)
+            x = x + a_drop(a)
+            return layer.norm2(x + f_drop(layer.feed_forward(layer.norm2(x)))), w
         if mistake == "no_second_norm":
             a, w = layer.self_attn(layer.norm1(x), mask=mask)
             x = x + a_drop(a)
@@ -218,6 +222,7 @@ WRONG = [
     (check, wrong("no_second_dropout"), "dropout_missing"),
     (check, pre_norm_only_when_asked("no_dropout"), "dropout_missing"),
     (check, wrong("dropouts_swapped"), "dropouts_swapped"),
+    (check, pre_norm_only_when_asked("final_norm"), "pre_norm_final_norm"),
     (check, wrong("dropout_on_input"), "dropout_on_sublayer_input"),
 ]
 
@@ -277,3 +282,13 @@ def test_the_check_leaves_the_global_random_state_alone():
     before = torch.get_rng_state()
     check(encoder_layer)
     assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_a_part_called_too_often_is_located():
+    def normalises_twice(x, layer, mask=None):
+        out, w = encoder_layer(x, layer, mask)
+        return layer.norm2(layer.norm2(out)) if layer.norm_first else out, w
+
+    with pytest.raises(AssertionError) as info:
+        check(normalises_twice)
+    assert "layer.norm2 is called 3 times (once in the library's layer)" in flat(info.value)

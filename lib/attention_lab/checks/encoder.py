@@ -96,6 +96,11 @@ MISTAKES = register_mistakes(
             "dropout1 and dropout2 swapped: dropout1 belongs to the attention, dropout2 to the "
             "feed-forward (the check gives them different rates)"
         ),
+        "pre_norm_final_norm": (
+            "a LayerNorm after the pre-norm layer's last residual sum: a pre-norm layer ends "
+            "with x = x + dropout2(feed_forward(norm2(x))), unnormalised (a pre-norm stack "
+            "has one final norm after its last layer, not one inside each)"
+        ),
         "dropout_on_sublayer_input": (
             "dropout applied to the sub-layer's input: it drops the sub-layer's output, "
             "x + dropout1(attention(...)), not what goes into the attention"
@@ -144,6 +149,11 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
         x = x + attended if pre else norm1(x + attended)
         h = drop2(norm2(x) if pre else x)
         return (x + ff(h) if pre else norm2(x + ff(h))), weights
+    if mistake == "pre_norm_final_norm":
+        attended, weights = attend(norm1(x), mask=mask)
+        x = x + drop1(attended)
+        x = x + drop2(ff(norm2(x)))
+        return (norm2 if which == "norm2" else norm1)(x), weights
     if mistake == "parallel_sublayers" and pre:
         h = norm1(x)
         attended, weights = attend(h, mask=mask)
@@ -195,6 +205,8 @@ _ENCODER_MISTAKES = (
     "pre_norm_residual_normalised",
     "pre_norm_residual_normalised/attention",
     "encoder_mask_ignored",
+    "pre_norm_final_norm/norm2",
+    "pre_norm_final_norm/norm1",
     # Seen in training mode only (the last cases): dropout does nothing in evaluation mode.
     "dropout_on_residual_sum",
     "dropout_on_residual_sum/attention",
@@ -215,6 +227,8 @@ _ARRANGEMENT_MISTAKES = {
     "pre_norm_residual_normalised": True,
     "pre_norm_residual_normalised/attention": True,
     "parallel_sublayers/shared_norm": True,
+    "pre_norm_final_norm/norm2": True,
+    "pre_norm_final_norm/norm1": True,
     "dropout_after_norm": False,
 }
 
@@ -341,7 +355,18 @@ def _where(got_trace, expected_trace, tol) -> str:
                 what += f" (the parts before it, {before}, receive the right inputs)"
             break
     else:
-        what = "every part receives the right input, so the last residual sum or norm is wrong"
+        extra = [
+            part
+            for part in dict.fromkeys(got_parts)
+            if got_parts.count(part) > sum(p == part for p, _ in expected_trace)
+        ]
+        what = (
+            "every part receives the right input the first time, but "
+            + ", ".join(f"layer.{p} is called {got_parts.count(p)} times" for p in extra)
+            + " (once in the library's layer)"
+            if extra
+            else "every part receives the right input, so the last residual sum is wrong"
+        )
     if missing:
         what += "; never called: " + ", ".join(f"layer.{p}" for p in dict.fromkeys(missing))
     return what
@@ -364,7 +389,7 @@ def check_encoder_layer(fn: Callable) -> None:
     Mistakes it names: ``pre_norm_instead_of_post_norm``, ``post_norm_instead_of_pre_norm``,
     ``pre_norm_residual_normalised``, ``no_attention_residual``, ``no_feed_forward_residual``,
     ``norm_outside_residual``, ``norms_swapped``, ``norm1_used_twice``, ``norm1_missing``,
-    ``norm2_missing``, ``parallel_sublayers``, ``encoder_mask_ignored``,
+    ``norm2_missing``, ``parallel_sublayers``, ``pre_norm_final_norm``, ``encoder_mask_ignored``,
     ``dropout_on_residual_sum``, ``dropout_after_norm``, ``dropout_missing``,
     ``dropouts_swapped``, ``dropout_on_sublayer_input``, ``pair_swapped``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says which part of the
