@@ -23,7 +23,7 @@ LABS = {
     "05_encoder_layer": "my_encoder_layer",
     "06_pooling_and_search": "my_search",
     "07_online_softmax": "my_online_attention",
-    "08_kv_cache_decoding": "my_decode",
+    "08_kv_cache_decoding": "my_decode_step",
 }
 
 

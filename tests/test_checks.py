@@ -13,15 +13,17 @@ import math
 
 import jupytext
 import pytest
+import test_checks_lab05
+import test_checks_lab06
+import test_checks_lab07
+import test_checks_lab08
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn import functional as F
 
 from attention_lab import checks
-from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.checks import MISTAKES
-from attention_lab.positional import sinusoidal_encoding
 from conftest import ROOT
 
 LABS = ROOT / "notebooks_src" / "labs"
@@ -170,213 +172,6 @@ def encoding(
     return pe.T if transpose else pe
 
 
-def encoder_layer(x, layer, mask=None, *, mistake=None):
-    pre = layer.norm_first
-    norm1, norm2 = layer.norm1, layer.norm2
-    if mistake == "arrangement":
-        pre = not pre
-    if mistake == "norms_swapped":
-        norm1, norm2 = norm2, norm1
-    if mistake == "norm1_twice":
-        norm2 = norm1
-    attn_mask = None if mistake == "mask_ignored" else mask
-    if pre and mistake in ("normalised_residual", "normalised_residual_in_attention"):
-        h = norm1(x)
-        attended, weights = layer.self_attn(h, mask=attn_mask)
-        x = h + layer.dropout1(attended)
-        if mistake == "normalised_residual_in_attention":
-            return x + layer.dropout2(layer.feed_forward(norm2(x))), weights
-        h = norm2(x)
-        return h + layer.dropout2(layer.feed_forward(h)), weights
-    if pre:
-        attended, weights = layer.self_attn(norm1(x), mask=attn_mask)
-        x = x + layer.dropout1(attended)
-        x = x + layer.dropout2(layer.feed_forward(norm2(x)))
-        return x, weights
-    attended, weights = layer.self_attn(x, mask=attn_mask)
-    if mistake == "norm_outside":
-        x = x + norm1(layer.dropout1(attended))
-        return x + norm2(layer.dropout2(layer.feed_forward(x))), weights
-    if mistake == "no_attention_residual":
-        x = norm1(layer.dropout1(attended))
-    else:
-        x = norm1(x + layer.dropout1(attended))
-    if mistake == "no_feed_forward_residual":
-        x = norm2(layer.dropout2(layer.feed_forward(x)))
-    else:
-        x = norm2(x + layer.dropout2(layer.feed_forward(x)))
-    return x, weights
-
-
-def encoder_layer_pre_norm_only(x, layer, mask=None):
-    """Always pre-norm: wrong for the post-norm layers."""
-    attended, weights = layer.self_attn(layer.norm1(x), mask=mask)
-    x = x + attended
-    return x + layer.feed_forward(layer.norm2(x)), weights
-
-
-def encoder_layer_post_norm_only(x, layer, mask=None):
-    """Always post-norm: right for post-norm layers, wrong for the pre-norm ones."""
-    attended, weights = layer.self_attn(x, mask=mask)
-    x = layer.norm1(x + attended)
-    return layer.norm2(x + layer.feed_forward(x)), weights
-
-
-def search(
-    query_hidden,
-    query_mask,
-    doc_hidden,
-    doc_mask,
-    k,
-    *,
-    pool="masked",
-    unsqueeze=True,
-    clamp=True,
-    normalise="both",
-    dim=-1,
-    transpose=False,
-    rank="topk",
-):
-    def mean_pool(hidden, mask):
-        if pool == "all":
-            return hidden.mean(dim=1)
-        weights = mask.unsqueeze(-1) if unsqueeze else mask
-        weights = weights.to(hidden.dtype)
-        count = weights.sum(dim=1)
-        if clamp:
-            count = count.clamp(min=1e-9)
-        return (hidden * weights).sum(dim=1) / count
-
-    queries, documents = mean_pool(query_hidden, query_mask), mean_pool(doc_hidden, doc_mask)
-    if normalise == "by_hand":
-        queries = queries / queries.norm(dim=-1, keepdim=True)
-        documents = documents / documents.norm(dim=-1, keepdim=True)
-    if normalise in ("both", "queries"):
-        queries = F.normalize(queries, dim=dim)
-    if normalise in ("both", "documents"):
-        documents = F.normalize(documents, dim=dim)
-    scores = documents @ queries.T if transpose else queries @ documents.T
-    if rank == "argsort":
-        return scores, scores.argsort(dim=-1)[:, :k]
-    if rank == "over_queries":
-        return scores, scores.topk(k, dim=0).indices
-    return scores, scores.topk(k, dim=-1).indices
-
-
-def online_attention(
-    query,
-    key,
-    value,
-    block_size,
-    *,
-    rescale_sum=True,
-    rescale_acc=True,
-    invert=False,
-    divide=True,
-    drop_last=False,
-    maximum="running",
-    start=-math.inf,
-    scale=True,
-    full_scores=False,
-):
-    q = query / math.sqrt(query.shape[-1]) if scale else query
-    if full_scores:
-        every_score = q @ key.transpose(-2, -1)
-    row_max = torch.full((*q.shape[:-1], 1), start, dtype=q.dtype)
-    row_sum = torch.zeros_like(row_max)
-    acc = torch.zeros(*q.shape[:-1], value.shape[-1], dtype=q.dtype)
-    key_len = key.shape[-2]
-    stop = key_len // block_size * block_size if drop_last else key_len
-    for begin in range(0, stop, block_size):
-        end = begin + block_size
-        if full_scores:
-            scores = every_score[..., begin:end]
-        else:
-            scores = q @ key[..., begin:end, :].transpose(-2, -1)
-        if maximum == "none":
-            new_max = torch.zeros_like(row_max)
-        elif maximum == "block":
-            new_max = scores.amax(dim=-1, keepdim=True)
-        else:
-            new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
-        rescale = torch.exp(new_max - row_max) if invert else torch.exp(row_max - new_max)
-        p = torch.exp(scores - new_max)
-        row_sum = (row_sum * rescale if rescale_sum else row_sum) + p.sum(dim=-1, keepdim=True)
-        acc = (acc * rescale if rescale_acc else acc) + p @ value[..., begin:end, :]
-        row_max = new_max
-    return acc / row_sum if divide else acc
-
-
-def decode(
-    attention,
-    x,
-    *,
-    cat_dim=2,
-    start_empty=True,
-    positions="right",
-    replace=False,
-    append_after=False,
-    recompute=False,
-):
-    batch, length, d_model = x.shape
-    heads = attention.num_heads
-    head_dim = d_model // heads
-    encoding = sinusoidal_encoding(length, d_model)
-
-    def split(y):
-        return y.view(batch, y.shape[1], heads, head_dim).transpose(1, 2)
-
-    keys = torch.zeros(batch, heads, 0, head_dim) if start_empty else None
-    values = keys
-    outputs = []
-    for t in range(length):
-        position = {"right": t, "restart": 0}.get(positions)
-        token = x[:, t : t + 1]
-        if position is not None:
-            token = token + encoding[position]
-        if recompute:
-            prefix = x[:, : t + 1] + encoding[: t + 1]
-            keys, values = split(attention.k_proj(prefix)), split(attention.v_proj(prefix))
-        q, k, v = (
-            split(proj(token)) for proj in (attention.q_proj, attention.k_proj, attention.v_proj)
-        )
-        if append_after:
-            if keys.shape[2] == 0:
-                out = torch.zeros_like(q)
-            else:
-                out, _ = scaled_dot_product_attention(q, keys, values)
-        if recompute:
-            pass
-        elif replace or keys is None:
-            keys, values = k, v
-        else:
-            keys, values = torch.cat([keys, k], dim=cat_dim), torch.cat([values, v], dim=cat_dim)
-        if not append_after:
-            out, _ = scaled_dot_product_attention(q, keys, values)
-        outputs.append(attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)))
-    return torch.cat(outputs, dim=1), keys
-
-
-def scores_only(*args):
-    return search(*args)[0]
-
-
-def search_in_float64(query_hidden, query_mask, doc_hidden, doc_mask, k):
-    return search(query_hidden.double(), query_mask, doc_hidden.double(), doc_mask, k)
-
-
-def online_in_float64(query, key, value, block_size):
-    return online_attention(query.double(), key.double(), value.double(), block_size)
-
-
-def outputs_only(attention, x):
-    return decode(attention, x)[0]
-
-
-def calls_the_layer(x, layer, mask=None):
-    return layer(x, mask)
-
-
 def with_(fn, **deviation):
     def wrong(*args, **kwargs):
         return fn(*args, **kwargs, **deviation)
@@ -424,10 +219,11 @@ RIGHT = [
     (checks.check_multi_head_attention, multi_head),
     (checks.check_sinusoidal_encoding, encoding),
     (checks.check_masked_attention, masked()),
-    (checks.check_encoder_layer, encoder_layer),
-    (checks.check_pooling_and_search, search),
-    (checks.check_online_softmax, online_attention),
-    (checks.check_kv_cache_decoding, decode),
+    # Labs 5 to 8 keep their implementations and their mistakes in test_checks_labNN.py.
+    (checks.check_encoder_layer, test_checks_lab05.RIGHT[0]),
+    (checks.check_pooling_and_search, test_checks_lab06.RIGHT[0]),
+    (checks.check_online_softmax, test_checks_lab07.RIGHT[0]),
+    (checks.check_kv_cache_decoding, test_checks_lab08.RIGHT[0]),
 ]
 CHECK_IDS = [check.__name__ for check, _ in RIGHT]
 
@@ -568,93 +364,6 @@ WRONG = [
     (checks.check_masked_attention, masked(times="key"), "weights_times_keys"),
     (checks.check_masked_attention, masked(times="nothing"), "output_is_weights"),
     (checks.check_masked_attention, masked(order="weights_first"), "pair_swapped"),
-    (checks.check_encoder_layer, encoder_layer_pre_norm_only, "pre_norm_instead_of_post_norm"),
-    (checks.check_encoder_layer, encoder_layer_post_norm_only, "post_norm_instead_of_pre_norm"),
-    (
-        checks.check_encoder_layer,
-        with_(encoder_layer, mistake="no_attention_residual"),
-        "no_attention_residual",
-    ),
-    (
-        checks.check_encoder_layer,
-        with_(encoder_layer, mistake="no_feed_forward_residual"),
-        "no_feed_forward_residual",
-    ),
-    (
-        checks.check_encoder_layer,
-        with_(encoder_layer, mistake="norm_outside"),
-        "norm_outside_residual",
-    ),
-    (checks.check_encoder_layer, with_(encoder_layer, mistake="norms_swapped"), "norms_swapped"),
-    (checks.check_encoder_layer, with_(encoder_layer, mistake="norm1_twice"), "norm1_used_twice"),
-    (
-        checks.check_encoder_layer,
-        with_(encoder_layer, mistake="normalised_residual"),
-        "pre_norm_residual_normalised",
-    ),
-    (
-        checks.check_encoder_layer,
-        with_(encoder_layer, mistake="normalised_residual_in_attention"),
-        "pre_norm_residual_normalised",
-    ),
-    (
-        checks.check_encoder_layer,
-        with_(encoder_layer, mistake="mask_ignored"),
-        "encoder_mask_ignored",
-    ),
-    (checks.check_pooling_and_search, with_(search, pool="all"), "mean_over_padding"),
-    (checks.check_pooling_and_search, with_(search, unsqueeze=False), "pool_mask_not_unsqueezed"),
-    (checks.check_pooling_and_search, with_(search, clamp=False), "empty_sequence_nan"),
-    (checks.check_pooling_and_search, with_(search, normalise="by_hand"), "empty_sequence_nan"),
-    (checks.check_pooling_and_search, with_(search, normalise="none"), "cosine_not_normalised"),
-    (checks.check_pooling_and_search, with_(search, dim=0), "normalised_wrong_axis"),
-    (checks.check_pooling_and_search, with_(search, normalise="queries"), "normalised_one_side"),
-    (checks.check_pooling_and_search, with_(search, normalise="documents"), "normalised_one_side"),
-    (checks.check_pooling_and_search, with_(search, transpose=True), "search_scores_transposed"),
-    (
-        checks.check_pooling_and_search,
-        with_(search, rank="over_queries"),
-        "search_scores_transposed",
-    ),
-    (checks.check_pooling_and_search, with_(search, rank="argsort"), "ranked_ascending"),
-    (checks.check_online_softmax, with_(online_attention, rescale_sum=False), "sum_not_rescaled"),
-    (checks.check_online_softmax, with_(online_attention, rescale_acc=False), "acc_not_rescaled"),
-    (
-        checks.check_online_softmax,
-        with_(online_attention, rescale_sum=False, rescale_acc=False),
-        "nothing_rescaled",
-    ),
-    (checks.check_online_softmax, with_(online_attention, invert=True), "rescale_inverted"),
-    (checks.check_online_softmax, with_(online_attention, divide=False), "not_divided_by_sum"),
-    (checks.check_online_softmax, with_(online_attention, drop_last=True), "last_block_dropped"),
-    (checks.check_online_softmax, with_(online_attention, maximum="none"), "online_overflow"),
-    (checks.check_online_softmax, with_(online_attention, maximum="block"), "online_overflow"),
-    (checks.check_online_softmax, with_(online_attention, start=0.0), "max_started_at_zero"),
-    (checks.check_online_softmax, with_(online_attention, full_scores=True), "full_score_matrix"),
-    (checks.check_online_softmax, with_(online_attention, scale=False), "no_scaling"),
-    (checks.check_kv_cache_decoding, with_(decode, cat_dim=1), "cache_wrong_axis"),
-    (checks.check_kv_cache_decoding, with_(decode, cat_dim=-1), "cache_wrong_axis"),
-    (
-        checks.check_kv_cache_decoding,
-        with_(decode, cat_dim=1, start_empty=False),
-        "cache_wrong_axis",
-    ),
-    (checks.check_kv_cache_decoding, with_(decode, positions="restart"), "positions_restart"),
-    (checks.check_kv_cache_decoding, with_(decode, positions="none"), "no_positions"),
-    (checks.check_kv_cache_decoding, with_(decode, replace=True), "cache_replaced"),
-    (
-        checks.check_kv_cache_decoding,
-        with_(decode, append_after=True),
-        "appended_after_attending",
-    ),
-    (checks.check_kv_cache_decoding, with_(decode, recompute=True), "prefix_recomputed"),
-]
-# The shared mistakes, on the checks that test them with their own code.
-WRONG += [
-    (checks.check_pooling_and_search, scores_only, "not_a_pair"),
-    (checks.check_pooling_and_search, search_in_float64, "wrong_dtype"),
-    (checks.check_online_softmax, online_in_float64, "wrong_dtype"),
-    (checks.check_kv_cache_decoding, outputs_only, "not_a_pair"),
 ]
 
 
@@ -674,34 +383,33 @@ def test_a_mistake_is_rejected_and_named(check, wrong, mistake):
 
 def lab_tests() -> list[tuple]:
     """(check, wrong, key) of the labs' own test files, tests/test_checks_labNN.py: each has
-    CHECK and WRONG = [(wrong implementation, key), ...]."""
+    WRONG = [(wrong implementation, key), ...] with CHECK, or [(check, wrong, key), ...]."""
     found = []
     for path in sorted((ROOT / "tests").glob("test_checks_lab*.py")):
         module = importlib.import_module(path.stem)
-        found += [(module.CHECK, wrong, key) for wrong, key in module.WRONG]
+        for row in module.WRONG:
+            found.append(row if len(row) == 3 else (module.CHECK, *row))
     return found
 
 
+# Every wrong implementation of every lab: this file's and those of test_checks_labNN.py.
+ALL_WRONG = WRONG + lab_tests()
+
+
 def test_every_mistake_the_checks_know_is_proved_by_a_wrong_implementation():
-    assert {key for _, _, key in WRONG + lab_tests()} == set(MISTAKES)
+    assert {key for _, _, key in ALL_WRONG} == set(MISTAKES)
     assert not any("`" in text for text in MISTAKES.values())  # see the stub test
 
 
 @pytest.mark.parametrize(("check", "fn"), RIGHT, ids=CHECK_IDS)
 def test_a_check_documents_every_mistake_it_is_tested_on(check, fn):
     documented = {key for key in MISTAKES if f"``{key}``" in check.__doc__}
-    tested = {key for c, _, key in WRONG + lab_tests() if c is check}
+    tested = {key for c, _, key in ALL_WRONG if c is check}
     assert tested <= documented
     # The rest are the shared ones (a pair returned the wrong way round, a dtype ...), proved
     # on another check that goes through the same code.
     shared = {"pair_swapped", "not_a_pair", "wrong_dtype"}
     assert documented - tested <= shared
-
-
-def test_calling_the_whole_layer_is_refused_with_advice():
-    with pytest.raises(AssertionError) as info:
-        checks.check_encoder_layer(calls_the_layer)
-    assert "build the layer from its parts" in flat(info.value)
 
 
 def test_a_crash_names_the_case_and_keeps_the_learners_traceback():

@@ -183,7 +183,7 @@ def difference(got: torch.Tensor, expected: torch.Tensor) -> str:
 
 
 # The names of results that take a plural verb.
-_PLURAL = {"weights", "outputs", "cached keys", "scores", "top indices", "values"}
+_PLURAL = {"weights", "outputs", "cached keys", "scores", "top indices", "values", "cached values"}
 
 
 def the(what: str, verb: str) -> str:
@@ -378,3 +378,18 @@ def same_behaviour(
             for w, c in zip(wrong, correct, strict=True)
         )
     return telling
+
+
+def differing(got: torch.Tensor, expected: torch.Tensor, dim: int, atol: float, rtol: float):
+    """The indices along ``dim`` where ``got`` and ``expected`` differ anywhere (a list)."""
+    bad = ~torch.isclose(got.double(), expected.double(), atol=atol, rtol=rtol)
+    per_index = bad.movedim(dim, 0).reshape(bad.shape[dim], -1).any(dim=1)  # [size of dim]
+    return per_index.nonzero().flatten().tolist()
+
+
+def listed(indices: list[int], limit: int = 6) -> str:
+    """'1, 2 and 4', or the first few and a count."""
+    words = [str(i) for i in indices[:limit]]
+    if len(indices) > limit:
+        return f"{', '.join(words)} and {len(indices) - limit} more"
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"

@@ -1,6 +1,13 @@
-"""Lab 8: the check of decoding one token at a time with a key/value cache."""
+"""Lab 8: the check of decoding one token at a time with a key/value cache.
+
+The learner writes one *step*: the check holds the loop and feeds the tokens one at a time, so
+a step cannot see a token that has not been decoded yet, and the check sees the cache after
+every step.
+"""
 
 from __future__ import annotations
+
+import math
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
@@ -8,20 +15,28 @@ from typing import Callable  # noqa: UP035
 
 import torch
 
+# The attention checks register the mistakes this one shares with them (softmax_axis,
+# no_scaling, scaled_by_sqrt_d_model, heads_and_width_swapped, heads_not_merged).
+import attention_lab.checks.multi_head  # noqa: F401
+import attention_lab.checks.sdpa  # noqa: F401
 from attention_lab.attention import MultiHeadAttention
 from attention_lab.checks._core import (
     Case,
     Result,
     check_callable,
     compare,
+    difference,
+    differing,
     fail,
+    listed,
+    match_variant,
     name_of,
     randn,
     register_mistakes,
     run,
     success,
+    the,
     tolerance,
-    two_tensors,
 )
 from attention_lab.masks import causal_mask
 from attention_lab.positional import sinusoidal_encoding
@@ -37,56 +52,147 @@ MISTAKES = register_mistakes(
         ),
         "positions_restart": (
             "every new token gets position 0: the token decoded at step t sits at position t "
-            "(the number of tokens already in the cache), so add row t of the encoding, not "
-            "row 0"
+            "(the number of tokens already in the cache, keys.shape[2]), so add row t of the "
+            "encoding, not row 0"
+        ),
+        "positions_off_by_one": (
+            "every token gets the position after its own: the token decoded at step t sits at "
+            "position t, the number of tokens in the cache *before* it is appended (the first "
+            "token is at position 0)"
         ),
         "no_positions": (
             "no positional encoding: add the encoding of each token's position to its "
             "embedding before the projections"
         ),
+        "positions_not_in_values": (
+            "the position reaches the queries and keys but not the values: add the encoding "
+            "to the token's embedding once, and project that sum with all three of q_proj, "
+            "k_proj and v_proj"
+        ),
+        "positions_after_projection": (
+            "the encoding is added after the projections: add it to the token's embedding, "
+            "token + encoding, and project that sum with q_proj, k_proj and v_proj"
+        ),
         "cache_replaced": (
             "the cache is replaced instead of extended: each new token then sees only itself; "
             "append its key and value to the keys and values of the earlier tokens"
+        ),
+        "cache_not_returned": (
+            "the cache you return is the one you received: return the extended keys and "
+            "values, (keys, values) after torch.cat, so that the next step sees them"
+        ),
+        "cache_keys_values_swapped": (
+            "keys and values swapped in the cache: return (keys, values), in the order the "
+            "step receives them, keys first"
         ),
         "appended_after_attending": (
             "the new token attends before its own key and value are in the cache, so it cannot "
             "see itself (and the first token sees nothing); append first, then attend"
         ),
+        "out_proj_missing": (
+            "the output projection is missing: after merging the heads to [B, 1, D], apply "
+            "attention.out_proj"
+        ),
         "prefix_recomputed": (
-            "the whole prefix is projected again at every step: with a cache, project only the "
-            "new token (one query, one key, one value per step) and reuse the cached keys and "
-            "values of the earlier ones"
+            "the earlier tokens are projected again at every step: with a cache, project only "
+            "the new token (one query, one key, one value per step) and reuse the cached keys "
+            "and values of the earlier ones"
+        ),
+        "step_not_a_pair": (
+            "a step returns a pair (output, cache): the output [B, 1, D] of the new token and "
+            "the cache as a pair of tensors (keys, values), each [B, H, t + 1, Dh]"
         ),
     }
 )
 
 
-def _decode_reference(attention: MultiHeadAttention, x: torch.Tensor, mistake: str = ""):
-    """Outputs [B, T, D] and keys [B, H, T, Dh] of causal attention over ``x`` plus positions,
-    computed at once, with one deliberate deviation."""
+def _empty_cache(attention: MultiHeadAttention, batch: int, dtype: torch.dtype):
+    """The cache before the first step: keys and values of no token, [B, H, 0, Dh] each."""
+    shape = (batch, attention.num_heads, 0, attention.head_dim)
+    return torch.zeros(shape, dtype=dtype), torch.zeros(shape, dtype=dtype)
+
+
+def _expected(attention: MultiHeadAttention, x: torch.Tensor):
+    """Outputs [B, T, D], keys and values [B, H, T, Dh] of causal attention on x + positions,
+    computed on the whole sequence at once."""
     batch, length, d_model = x.shape
-    encoding = sinusoidal_encoding(length, d_model).to(x.dtype)  # [T, D]
-    if mistake == "positions_restart":
-        encoding = encoding[:1]  # [1, D]: position 0 for every token
-    inputs = x if mistake == "no_positions" else x + encoding  # [B, T, D]
-    mask = causal_mask(length)  # [T, T]
-    if mistake == "cache_replaced":
-        mask = torch.eye(length, dtype=torch.bool)  # each token sees only itself
-    elif mistake == "appended_after_attending":
-        mask = causal_mask(length).tril(diagonal=-1)  # only the earlier tokens
+    inputs = x + sinusoidal_encoding(length, d_model).to(x.dtype)  # [B, T, D]
+    split = (batch, length, attention.num_heads, attention.head_dim)
     with torch.no_grad():
-        output, _ = attention(inputs, mask=mask)
-        keys = attention.k_proj(inputs).view(
-            batch, length, attention.num_heads, -1
-        )  # [B, T, H, Dh]
-    return output, keys.transpose(1, 2)  # [B, T, D], [B, H, T, Dh]
+        output, _ = attention(inputs, mask=causal_mask(length))  # [B, T, D]
+        keys = attention.k_proj(inputs).view(split).transpose(1, 2)  # [B, H, T, Dh]
+        values = attention.v_proj(inputs).view(split).transpose(1, 2)  # [B, H, T, Dh]
+    return output, keys, values
+
+
+def _step_variant(attention, token, cache, position, mistake: str):
+    """One decoding step with one deliberate deviation, written as a learner writes it."""
+    batch, _, d_model = token.shape
+    heads, head_dim = attention.num_heads, attention.head_dim
+    keys, values = cache
+    shift = {"positions_restart": 0, "positions_off_by_one": position + 1}.get(mistake, position)
+    encoding = sinusoidal_encoding(shift + 1, d_model)[shift].to(token.dtype)  # [D]
+    positioned = token if mistake == "no_positions" else token + encoding  # [B, 1, D]
+    if mistake == "heads_and_width_swapped":
+        split = (batch, 1, head_dim, heads)
+    else:
+        split = (batch, 1, heads, head_dim)
+    q_in = k_in = v_in = positioned
+    if mistake in ("positions_not_in_values", "positions_after_projection"):
+        v_in = token
+    if mistake == "positions_after_projection":
+        q_in = k_in = token
+    q, k, v = attention.q_proj(q_in), attention.k_proj(k_in), attention.v_proj(v_in)
+    if mistake == "positions_after_projection":
+        q, k = q + encoding, k + encoding
+    q, k, v = (y.view(split).transpose(1, 2) for y in (q, k, v))  # [B, H, 1, Dh]
+    attend_keys, attend_values = keys, values
+    if mistake == "cache_replaced":
+        keys, values = k, v
+    else:
+        keys, values = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
+    if mistake != "appended_after_attending":
+        attend_keys, attend_values = keys, values
+    divisor = {"no_scaling": 1.0, "scaled_by_sqrt_d_model": math.sqrt(d_model)}.get(
+        mistake, math.sqrt(q.shape[-1])
+    )
+    scores = q @ attend_keys.transpose(-2, -1) / divisor  # [B, H, 1, t + 1]
+    weights = scores.softmax(dim=-2 if mistake == "softmax_axis" else -1)
+    out = (weights @ attend_values).transpose(1, 2).reshape(batch, 1, d_model)  # [B, 1, D]
+    if mistake != "out_proj_missing":
+        out = attention.out_proj(out)
+    if mistake == "cache_not_returned":
+        return out, cache
+    if mistake == "cache_keys_values_swapped":
+        return out, (values, keys)
+    return out, (keys, values)
+
+
+def _decode_variant(attention, x, mistake: str):
+    """(outputs [B, T, D], keys, values) of the whole loop with one deviation at every step."""
+    cache = _empty_cache(attention, x.shape[0], x.dtype)
+    outputs = []
+    with torch.no_grad():
+        for t in range(x.shape[1]):
+            out, cache = _step_variant(attention, x[:, t : t + 1], cache, t, mistake)
+            outputs.append(out)
+    return torch.cat(outputs, dim=1), *cache
 
 
 _DECODE_MISTAKES = (
     "positions_restart",
+    "positions_off_by_one",
     "no_positions",
+    "positions_not_in_values",
+    "positions_after_projection",
     "cache_replaced",
+    "cache_not_returned",
+    "cache_keys_values_swapped",
     "appended_after_attending",
+    "out_proj_missing",
+    "softmax_axis",
+    "no_scaling",
+    "scaled_by_sqrt_d_model",
 )
 
 
@@ -107,66 +213,139 @@ def _decode_cases() -> list[Case]:
     ]
 
 
+def _cache_shape_mistake(tensor, expected, received: torch.Tensor) -> str | None:
+    """The mistake behind a cache tensor of the wrong shape after a step (expected
+    [B, H, t+1, Dh]); ``received`` is what the step received in its place."""
+    batch, heads, length, head_dim = expected
+    shape = tuple(tensor.shape)
+    if tensor.shape == received.shape and torch.equal(tensor, received):
+        return "cache_not_returned"
+    if shape == (batch, heads, 1, head_dim):
+        return "cache_replaced"
+    if shape == (batch, head_dim, length, heads) and heads != head_dim:
+        return "heads_and_width_swapped"
+    if math.prod(shape) == math.prod(expected):
+        return "cache_wrong_axis"
+    return None
+
+
 def check_kv_cache_decoding(fn: Callable) -> None:
-    """Check a learner's ``fn(attention, x) -> (outputs, keys)`` (Lab 8).
+    """Check a learner's decoding step ``fn(attention, token, cache) -> (output, cache)`` (Lab 8).
 
-    ``fn`` receives a :class:`~attention_lab.attention.MultiHeadAttention` in evaluation mode
-    and token embeddings ``x`` ``[B, T, D]`` without positions. It must decode them one token at
-    a time, as a generating decoder does: at step ``t`` add the sinusoidal encoding of position
-    ``t`` (:func:`~attention_lab.positional.sinusoidal_encoding`) to token ``t``, project it
-    with the module's ``q_proj``, ``k_proj`` and ``v_proj``, append its key and value to a cache
-    ``[B, H, t + 1, Dh]``, attend from its query to every cached position, and project the
-    merged heads with ``out_proj``. It returns the outputs of all steps ``[B, T, D]`` and the
-    cached keys at the end ``[B, H, T, Dh]``: the same as the module's causal self-attention
-    on the whole sequence, ``attention(x + encoding, mask=causal_mask(T))``, and its keys.
-    The rows that ``k_proj`` projects are counted: with a cache, each token is projected once.
-    Cases: two heads, a single token, four heads, one head.
+    The check holds the loop: it feeds a sequence ``x`` ``[B, T, D]`` (embeddings without
+    positions) to ``fn`` one token at a time, ``token = x[:, t:t+1]`` ``[B, 1, D]``, with the
+    cache ``fn`` returned at the step before (at step 0, empty keys and values ``[B, H, 0, Dh]``).
+    A step must add the sinusoidal encoding of the token's position ``t`` (the number of tokens
+    already in the cache; :func:`~attention_lab.positional.sinusoidal_encoding`), project the
+    token with the module's ``q_proj``, ``k_proj`` and ``v_proj``, append its key and value to
+    the cache, attend from its query to every cached position, project the merged heads with
+    ``out_proj``, and return the output ``[B, 1, D]`` and the cache ``(keys, values)``, each
+    ``[B, H, t + 1, Dh]``. The outputs of all steps must equal the module's causal
+    self-attention on the whole sequence, ``attention(x + encoding, mask=causal_mask(T))``, and
+    the cache its keys and values. A step sees only the tokens fed so far, and the rows that
+    ``k_proj`` projects are counted: one token per step. Cases: two heads, a single token,
+    four heads, one head.
 
-    Mistakes it names: ``cache_wrong_axis``, ``positions_restart``, ``no_positions``,
-    ``cache_replaced``, ``appended_after_attending``, ``prefix_recomputed``, ``not_a_pair``
-    (see :data:`MISTAKES`).
+    Mistakes it names: ``cache_wrong_axis``, ``positions_restart``, ``positions_off_by_one``,
+    ``no_positions``, ``positions_not_in_values``, ``positions_after_projection``,
+    ``cache_replaced``, ``cache_not_returned``, ``cache_keys_values_swapped``,
+    ``appended_after_attending``, ``out_proj_missing``, ``prefix_recomputed``,
+    ``step_not_a_pair``, ``softmax_axis``, ``no_scaling``, ``scaled_by_sqrt_d_model``,
+    ``heads_and_width_swapped``, ``heads_not_merged`` (see :data:`MISTAKES`).
 
     Args:
-        fn: The learner's function.
+        fn: The learner's step function.
 
     Raises:
         TypeError: If ``fn`` is not callable.
         AssertionError: On the first case where ``fn`` differs from the library, naming the
-            case and the likely mistake (or saying that ``fn`` is still the stub).
+            case (and the step) and the likely mistake, or where the result goes wrong (or
+            saying that ``fn`` is still the stub).
     """
     check_callable(fn)
     cases = _decode_cases()
     fn_name = name_of(fn)
 
-    def error_hint(error: Exception) -> str | None:
-        text = str(error)
-        wrong_cat = "must match except in dimension" in text and "dimension 2" not in text
-        wrong_heads = "do not broadcast together" in text or "must have the same Dk" in text
-        return "cache_wrong_axis" if wrong_cat or wrong_heads else None
-
     for case in cases:
         attention, x = case.args
-        batch, length, _ = x.shape
-        expected_output, expected_keys = _decode_reference(attention, x)
-        projected = []
-        hook = attention.k_proj.register_forward_hook(
-            lambda module, inputs, output, rows=projected: rows.append(inputs[0].shape[:-1].numel())
-        )
-        try:
-            result = run(fn, case, error_hint)
-        finally:
-            hook.remove()
-        two_tensors(fn_name, case, result)
-        output, keys = result
+        batch, length, d_model = x.shape
+        heads, head_dim = attention.num_heads, attention.head_dim
 
-        def shape_mistake(name, shapes, keys=keys, expected_keys=expected_keys):
-            if name != "cached keys":
-                return None
-            if keys.numel() == expected_keys.numel():
-                return "cache_wrong_axis"
-            # Only the last token's key is left: [B, H, 1, Dh].
-            last_only = (*expected_keys.shape[:2], 1, expected_keys.shape[3])
-            return "cache_replaced" if keys.shape == last_only else None
+        def error_hint(error: Exception, h=heads, dh=head_dim) -> str | None:
+            text = str(error)
+            if f"Expected size {h} but got size {dh}" in text and h != dh:
+                return "heads_and_width_swapped"  # a key [B, Dh, 1, H] beside the cache
+            wrong_cat = "must match except in dimension" in text and "dimension 2" not in text
+            wrong_heads = "do not broadcast together" in text or "must have the same Dk" in text
+            return "cache_wrong_axis" if wrong_cat or wrong_heads else None
+
+        expected_output, expected_keys, expected_values = _expected(attention, x)
+        cache = _empty_cache(attention, batch, x.dtype)
+        outputs = []
+        for t in range(length):
+            step = Case(f"{case.name}, step t={t}", (attention, x[:, t : t + 1], cache))
+            projected: list[int] = []
+            hook = attention.k_proj.register_forward_hook(
+                lambda module, inputs, output, rows=projected: rows.append(
+                    inputs[0].shape[:-1].numel()
+                )
+            )
+            try:
+                result = run(fn, step, error_hint)
+            finally:
+                hook.remove()
+            if not (
+                isinstance(result, tuple | list)
+                and len(result) == 2
+                and isinstance(result[0], torch.Tensor)
+                and isinstance(result[1], tuple | list)
+                and len(result[1]) == 2
+                and all(isinstance(r, torch.Tensor) for r in result[1])
+            ):
+                fail(fn_name, step, f"it returned {type(result).__name__}", "step_not_a_pair")
+            output, new_cache = result
+            if output.shape != (batch, 1, d_model):
+                merged = output.shape == (batch, heads, 1, head_dim)
+                fail(
+                    fn_name,
+                    step,
+                    f"the output has shape {list(output.shape)}, expected {[batch, 1, d_model]}",
+                    "heads_not_merged" if merged else None,
+                )
+            expected_shape = (batch, heads, t + 1, head_dim)
+            for name, tensor, received in zip(("keys", "values"), new_cache, cache, strict=True):
+                if tensor.shape != expected_shape:
+                    fail(
+                        fn_name,
+                        step,
+                        f"the cached {name} have shape {list(tensor.shape)}, expected "
+                        f"{list(expected_shape)}",
+                        _cache_shape_mistake(tensor, expected_shape, received),
+                    )
+            if sum(projected) > batch:
+                fail(
+                    fn_name,
+                    step,
+                    f"k_proj projected {sum(projected)} token vectors for the {batch} new ones",
+                    "prefix_recomputed",
+                )
+            outputs.append(output)
+            cache = tuple(new_cache)
+        got = (torch.cat(outputs, dim=1), *cache)
+        expected = (expected_output, expected_keys, expected_values)
+        tol = tolerance(x.dtype)
+        variants = {
+            key: lambda key=key, a=attention, x=x: _decode_variant(a, x, key)
+            for key in _DECODE_MISTAKES
+        }
+
+        def diagnose(got, variants=variants, expected=expected, case=case, tol=tol):
+            mistake = match_variant(got, variants, tol)
+            if mistake:
+                return None  # compare names it
+            fail(
+                fn_name, case, _problem(got, expected, tol), None, where=_where(got, expected, tol)
+            )
 
         # Values only, no dtype or NaN step: the learner's tensors come out of the module's own
         # projections, in x's dtype, and a NaN shows as a difference.
@@ -174,21 +353,43 @@ def check_kv_cache_decoding(fn: Callable) -> None:
             fn_name,
             case,
             [
-                Result("outputs", output, expected_output, dtype=False, finite=False),
-                Result("cached keys", keys, expected_keys, dtype=False, finite=False),
+                Result("outputs", got[0], expected_output, dtype=False, finite=False),
+                Result("cached keys", got[1], expected_keys, dtype=False, finite=False),
+                Result("cached values", got[2], expected_values, dtype=False, finite=False),
             ],
-            tolerance(x.dtype),
-            variants={
-                key: lambda key=key, a=attention, x=x: _decode_reference(a, x, key)
-                for key in _DECODE_MISTAKES
-            },
-            shape_mistake=shape_mistake,
+            tol,
+            variants=variants,
+            diagnose=diagnose,
         )
-        if sum(projected) > batch * length:
-            fail(
-                fn_name,
-                case,
-                f"k_proj projected {sum(projected)} token vectors for {batch} x {length} tokens",
-                "prefix_recomputed",
-            )
     success(fn, cases)
+
+
+def _problem(got, expected, tol) -> str:
+    """The first result that differs and by how much, as compare says it."""
+    for name, g, e in zip(("outputs", "cached keys", "cached values"), got, expected, strict=True):
+        if not torch.allclose(g.double(), e.double(), atol=tol[0], rtol=tol[1]):
+            return f"{the(name, 'differs')}: {difference(g, e)}"
+    return "the results differ"
+
+
+def _where(got, expected, tol) -> str:
+    """Which steps' outputs and which positions of the cache differ."""
+    out_steps = differing(got[0], expected[0], 1, *tol)
+    key_rows = differing(got[1], expected[1], 2, *tol)
+    value_rows = differing(got[2], expected[2], 2, *tol)
+    parts = []
+    if out_steps:
+        first = out_steps[0]
+        parts.append(
+            f"the outputs are right up to step {first - 1} and differ from step {first} on"
+            if first
+            else "the output differs from the first step on"
+        )
+    for name, rows in (("keys", key_rows), ("values", value_rows)):
+        if rows:
+            parts.append(f"the cached {name} differ at positions {listed(rows)}")
+        else:
+            parts.append(f"the cached {name} are right")
+    if not key_rows and not value_rows and out_steps:
+        parts.append("so look at the attention from the new query to the cache, or at out_proj")
+    return "; ".join(parts)

@@ -9,14 +9,20 @@ import math
 from typing import Callable  # noqa: UP035
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
+# Lab 1's check registers the scaling mistakes this one shares.
+import attention_lab.checks.sdpa  # noqa: F401
 from attention_lab.checks._core import (
     Case,
     Result,
     check_callable,
+    close,
     compare,
+    difference,
     expect_tensor,
     fail,
+    match_variant,
     name_of,
     randn,
     register_mistakes,
@@ -68,6 +74,21 @@ MISTAKES = register_mistakes(
             "torch.finfo(dtype).min), not at 0; from 0, exp(score - 0) underflows to 0 and the "
             "sum is 0"
         ),
+        "exp_with_old_max": (
+            "the block's exponentials use the old running maximum: first update it, "
+            "m_new = max(m_old, block max), then take p = exp(scores - m_new); with the "
+            "maximum starting at -inf, exp(scores - m_old) is inf on the first block"
+        ),
+        "max_not_carried": (
+            "the running maximum is never updated: after each block set row_max = new_max, "
+            "or the next block's factor exp(row_max - new_max) is exp(-inf) = 0 and wipes out "
+            "the blocks before it"
+        ),
+        "rescaled_after_adding": (
+            "the rescaling comes after the new block is added: multiply the old sums by "
+            "exp(m_old - m_new) first, then add the block's terms, which are already relative "
+            "to m_new (row_sum * rescale + p.sum(-1), not (row_sum + p.sum(-1)) * rescale)"
+        ),
         "full_score_matrix": (
             "the whole [Tq, Tk] score matrix was built: compute only one block of scores, "
             "[..., Tq, block_size], at a time, so that memory does not grow with Tq * Tk"
@@ -78,33 +99,81 @@ MISTAKES = register_mistakes(
 
 def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.Tensor:
     """Block-wise attention with one deliberate deviation, computed in float64."""
-    q = query.double() / math.sqrt(query.shape[-1])  # [..., Tq, Dk]
+    mistake, _, how = mistake.partition("/")
+    divisor = {"no_scaling": 1.0, "scaled_by_d_k": float(query.shape[-1])}.get(
+        mistake, math.sqrt(query.shape[-1])
+    )
+    if mistake == "scale_multiplied":
+        divisor = 1 / math.sqrt(query.shape[-1])
+    q = query.double() / divisor  # [..., Tq, Dk]
     k, v = key.double(), value.double()
     key_len = k.shape[-2]
     if mistake == "last_block_dropped":
         key_len = key_len // block_size * block_size
-    row_max = torch.full((*q.shape[:-1], 1), -math.inf, dtype=torch.float64)  # [..., Tq, 1]
+    start = 0.0 if how == "zero_start" else -math.inf
+    row_max = torch.full((*q.shape[:-1], 1), start, dtype=torch.float64)  # [..., Tq, 1]
     row_sum = torch.zeros_like(row_max)  # [..., Tq, 1]
     acc = torch.zeros(*torch.broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1])
     acc = acc.double()  # [..., Tq, Dv]
-    for start in range(0, key_len, block_size):
-        block = slice(start, start + block_size)
+    for begin in range(0, key_len, block_size):
+        block = slice(begin, begin + block_size)
         scores = q @ k[..., block, :].transpose(-2, -1)  # [..., Tq, Tb]
         new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))  # [..., Tq, 1]
         rescale = torch.exp(row_max - new_max)  # [..., Tq, 1]
         if mistake == "rescale_inverted":
             rescale = torch.exp(new_max - row_max).nan_to_num(nan=1.0)  # the first block: inf - inf
-        p = torch.exp(scores - new_max)  # [..., Tq, Tb]
+        p = torch.exp(scores - (row_max if mistake == "exp_with_old_max" else new_max))
         keep_sum = mistake in ("sum_not_rescaled", "nothing_rescaled")
         keep_acc = mistake in ("acc_not_rescaled", "nothing_rescaled")
-        row_sum = (row_sum if keep_sum else row_sum * rescale) + p.sum(dim=-1, keepdim=True)
-        acc = (acc if keep_acc else acc * rescale) + p @ v[..., block, :]
-        row_max = new_max
+        if mistake == "rescaled_after_adding":
+            row_sum = (row_sum + p.sum(dim=-1, keepdim=True)) * rescale
+            acc = (acc + p @ v[..., block, :]) * rescale
+        else:
+            row_sum = (row_sum if keep_sum else row_sum * rescale) + p.sum(dim=-1, keepdim=True)
+            acc = (acc if keep_acc else acc * rescale) + p @ v[..., block, :]
+        if mistake != "max_not_carried":
+            row_max = new_max
     output = acc if mistake == "not_divided_by_sum" else acc / row_sum
     return output.to(query.dtype)
 
 
+class _FirstInfiniteExp(TorchDispatchMode):
+    """Records the input shape of the first exponential that comes out +inf."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shape: tuple[int, ...] | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if (
+            self.shape is None
+            and func.overloadpacket in (torch.ops.aten.exp, torch.ops.aten.exp_)
+            and isinstance(result, torch.Tensor)
+            and torch.isposinf(result).any()
+        ):
+            self.shape = tuple(args[0].shape)
+        return result
+
+
+def _infinite_exp_shape(fn: Callable, case: Case) -> tuple[int, ...] | None:
+    """The input shape of the first exponential that overflows when ``fn`` runs on ``case``."""
+    tracer = _FirstInfiniteExp()
+    try:
+        with torch.no_grad(), tracer:
+            fn(*case.args, **case.kwargs)
+    except Exception:  # noqa: BLE001 - the first run did not raise; only the trace matters
+        pass
+    return tracer.shape
+
+
 _ONLINE_MISTAKES = (
+    "exp_with_old_max/zero_start",
+    "max_not_carried",
+    "rescaled_after_adding",
+    "no_scaling",
+    "scaled_by_d_k",
+    "scale_multiplied",
     "sum_not_rescaled",
     "acc_not_rescaled",
     "nothing_rescaled",
@@ -126,8 +195,8 @@ def _online_cases() -> list[Case]:
     negative = (torch.full((1, 2, 4), 10.0), torch.full((1, 6, 4), -10.0))
     return [
         case(
-            "B=2, 3 queries, 8 keys in blocks of 4, d_k=4, d_v=6",
-            [(2, 3, 4), (2, 8, 4), (2, 8, 6)],
+            "B=2, 3 queries, 12 keys in blocks of 4, d_k=4, d_v=6",
+            [(2, 3, 4), (2, 12, 4), (2, 12, 6)],
             4,
         ),
         case(
@@ -178,8 +247,13 @@ def check_online_softmax(fn: Callable) -> None:
 
     Mistakes it names: ``sum_not_rescaled``, ``acc_not_rescaled``, ``nothing_rescaled``,
     ``rescale_inverted``, ``not_divided_by_sum``, ``last_block_dropped``, ``online_overflow``,
-    ``max_started_at_zero``, ``full_score_matrix``, ``no_scaling``, ``wrong_dtype`` (see
-    :data:`MISTAKES`).
+    ``max_started_at_zero``, ``exp_with_old_max``, ``max_not_carried``,
+    ``rescaled_after_adding``, ``full_score_matrix``, ``no_scaling``, ``scaled_by_d_k``,
+    ``scale_multiplied``, ``wrong_dtype`` (see :data:`MISTAKES`). NaN on ordinary scores is
+    told apart by the shape of the first exponential that comes out infinite (traced while the
+    function runs again). When no mistake fits, the message says whether the output is right
+    with every key in one block, which separates the per-block arithmetic from the carrying of
+    one block into the next.
 
     Args:
         fn: The learner's function.
@@ -211,7 +285,7 @@ def check_online_softmax(fn: Callable) -> None:
             )
         expect_tensor(fn_name, case, output)
 
-        def nonfinite(name, bad, query=query, key=key, case=case):
+        def nonfinite(name, bad, query=query, key=key, case=case, block_size=block_size):
             scores = query.double() @ key.double().transpose(-2, -1) / math.sqrt(query.shape[-1])
             if case.large_scores:
                 return "NaN or inf", "online_overflow"
@@ -219,17 +293,38 @@ def check_online_softmax(fn: Callable) -> None:
                 # exp(score - 0) underflows to 0 in float32 below about -100: a maximum that
                 # started at 0 leaves a sum of 0, and 0 / 0.
                 return "NaN or inf", "max_started_at_zero"
-            # Scores of a few units cannot overflow a correct loop: inf there comes from the
-            # inverted factor exp(m_new - m_old) on the first block, where m_old = -inf.
-            return "NaN or inf", "rescale_inverted"
+            # Scores of a few units cannot overflow a right loop. An exponential that is inf
+            # all the same took a difference with the starting -inf the wrong way round: its
+            # shape says which one, [..., Tq, 1] for the factor, [..., Tq, Tb] for the block.
+            shape = _infinite_exp_shape(fn, case)
+            if shape is not None and shape[-1] == 1 and min(block_size, key.shape[-2]) > 1:
+                return "NaN or inf", "rescale_inverted"
+            if shape is not None and shape[-1] > 1:
+                return "NaN or inf", "exp_with_old_max"
+            for mistake in ("rescaled_after_adding", "max_not_carried"):
+                wrong = _online_variant(*case.args, mistake)
+                if wrong.shape == bad.shape and torch.equal(wrong.isnan(), bad):
+                    return "NaN", mistake
+            return None
 
         variants = {
             key: lambda key=key, args=case.args: (_online_variant(*args, key),)
             for key in _ONLINE_MISTAKES
         }
-        variants["no_scaling"] = lambda q=query, k=key, v=value, b=block_size: (
-            _online_variant(q * math.sqrt(q.shape[-1]), k, v, b, ""),
-        )
+        context = (variants, case, expected)
+
+        def diagnose(got, context=context):
+            variants, case, expected = context
+            if match_variant(got, variants, tolerance(expected.dtype)):
+                return None  # compare names it
+            fail(
+                fn_name,
+                case,
+                f"the output differs: {difference(got[0], expected)}",
+                None,
+                where=_where(fn, case, expected),
+            )
+
         compare(
             fn_name,
             case,
@@ -237,6 +332,7 @@ def check_online_softmax(fn: Callable) -> None:
             tolerance(expected.dtype),
             variants=variants,
             nonfinite=nonfinite,
+            diagnose=diagnose,
         )
         full_scores = query.shape[-2] * key.shape[-2] * query.element_size()
         full_scores *= math.prod(torch.broadcast_shapes(query.shape[:-2], key.shape[:-2]))
@@ -249,3 +345,37 @@ def check_online_softmax(fn: Callable) -> None:
                 "full_score_matrix",
             )
     success(fn, cases)
+
+
+def _where(fn: Callable, case: Case, expected: torch.Tensor) -> str:
+    """Which part of the loop is wrong, from two probes: the same inputs in one block holding
+    every key, and in blocks of one key."""
+    query, key, value, block_size = case.args
+    tol = tolerance(expected.dtype)
+    right = []
+    for size in (key.shape[-2], 1):
+        try:
+            with torch.no_grad():
+                got = fn(query, key, value, size)
+        except Exception:  # noqa: BLE001 - a crash on a probe only means "not right"
+            got = None
+        right.append(isinstance(got, torch.Tensor) and close(got, expected, *tol))
+    one_block, blocks_of_one = right
+    if one_block and not blocks_of_one:
+        return (
+            f"with every key in one block your output is right, with block_size={block_size} "
+            "it is not: the scores, the scaling and the final division are right, and the "
+            "error is in how one block is carried into the next (the running maximum, the "
+            "factor exp(m_old - m_new), the running sums, or the slicing of the blocks)"
+        )
+    if one_block and blocks_of_one:
+        return (
+            "your output is right in one block and in blocks of one key, but not in blocks "
+            f"of {block_size}: look at how the keys are sliced into blocks (start, stop, the "
+            "last shorter block) and at the sums over a block (dim=-1)"
+        )
+    return (
+        "even with every key in one block the output is wrong, so the error is not (only) "
+        "in the rescaling: check the scores q @ k_block^T / sqrt(d_k), the exponentials, "
+        "the weighted sum p @ v_block and the final acc / row_sum"
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
 from typing import Callable  # noqa: UP035
@@ -14,7 +16,12 @@ from attention_lab.checks._core import (
     Case,
     Result,
     check_callable,
+    close,
     compare,
+    difference,
+    fail,
+    listed,
+    match_variant,
     name_of,
     randn,
     register_mistakes,
@@ -60,6 +67,30 @@ MISTAKES = register_mistakes(
             "[Q, N], one row per query, and rank each row over the documents, "
             "scores.topk(k, dim=-1)"
         ),
+        "tokens_normalised_before_pooling": (
+            "the token vectors are scaled to length 1 before the mean: pool the raw token "
+            "vectors first, then scale each pooled sentence vector to length 1"
+        ),
+        "pooled_first_token": (
+            "the sentence vector is the first token's vector: mean-pool over all the real "
+            "tokens, (hidden * mask[..., None]).sum(dim=1) / mask.sum(dim=1)"
+        ),
+        "max_pooled": (
+            "the sentence vector is a maximum over the tokens: this lab mean-pools, "
+            "(hidden * mask[..., None]).sum(dim=1) / mask.sum(dim=1)"
+        ),
+        "pool_mask_inverted": (
+            "the mask is read the wrong way round: 1 (or True) marks a real token and 0 the "
+            "padding, so multiply by mask itself, not by 1 - mask (or ~mask)"
+        ),
+        "top_values_not_indices": (
+            "the second result holds the best scores, not the documents' indices: return "
+            "scores.topk(k, dim=-1).indices"
+        ),
+        "top_not_best_first": (
+            "the k best documents are there but not best first: topk sorts from the largest "
+            "down (or sort with descending=True); argsort(...)[:, -k:] puts the best last"
+        ),
         "ranked_ascending": (
             "the ranking is upside down: you took the k smallest scores; the best matches have "
             "the largest cosine, scores.topk(k, dim=-1) (largest=True, the default)"
@@ -78,34 +109,57 @@ def _search_reference(query_hidden, query_mask, doc_hidden, doc_mask, k):
 
 def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: str):
     """Pooling and search with one deliberate deviation, computed in float64."""
+    mistake, _, how = mistake.partition("/")
 
     def pool(hidden, mask):
         hidden, weights = hidden.double(), mask.double()[..., None]  # [B, T, D], [B, T, 1]
+        count = weights.sum(dim=1).clamp(min=1e-9)  # [B, 1]
         if mistake == "mean_over_padding":
-            return hidden.mean(dim=1)  # [B, D]
-        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)  # [B, D]
+            return hidden.sum(dim=1) / count if how == "sum" else hidden.mean(dim=1)  # [B, D]
+        if mistake == "pooled_first_token":
+            return hidden[:, 0]  # [B, D]
+        if mistake == "max_pooled":
+            hidden = hidden.masked_fill(weights == 0, -math.inf) if how == "masked" else hidden
+            return hidden.amax(dim=1).nan_to_num(neginf=0.0)  # [B, D]
+        if mistake == "pool_mask_inverted":
+            weights = 1 - weights
+            count = weights.sum(dim=1).clamp(min=1e-9)
+        if mistake == "tokens_normalised_before_pooling":
+            hidden = F.normalize(hidden, dim=-1)
+        return (hidden * weights).sum(dim=1) / count  # [B, D]
 
     queries, documents = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
     if mistake == "normalised_wrong_axis":
         queries, documents = F.normalize(queries, dim=0), F.normalize(documents, dim=0)
-    elif mistake == "normalised_one_side/queries":
-        queries = F.normalize(queries, dim=-1)
-    elif mistake == "normalised_one_side/documents":
-        documents = F.normalize(documents, dim=-1)
+    elif mistake == "normalised_one_side":
+        side = {"queries": queries, "documents": documents}
+        side[how] = F.normalize(side[how], dim=-1)
+        queries, documents = side["queries"], side["documents"]
     elif mistake != "cosine_not_normalised":
         queries, documents = F.normalize(queries, dim=-1), F.normalize(documents, dim=-1)
     scores = queries @ documents.T  # [Q, N]
-    top = scores.topk(k, dim=-1, largest=mistake != "ranked_ascending").indices  # [Q, k]
+    ranked = scores.topk(k, dim=-1, largest=mistake != "ranked_ascending")  # [Q, k]
+    top = ranked.values if mistake == "top_values_not_indices" else ranked.indices
+    if mistake == "top_not_best_first":
+        top = top.flip(-1)
     return scores.to(query_hidden.dtype), top
 
 
 _SEARCH_MISTAKES = (
     "mean_over_padding",
+    "mean_over_padding/sum",
+    "tokens_normalised_before_pooling",
+    "pooled_first_token",
+    "max_pooled",
+    "max_pooled/masked",
+    "pool_mask_inverted",
     "cosine_not_normalised",
     "normalised_wrong_axis",
     "normalised_one_side/queries",
     "normalised_one_side/documents",
     "ranked_ascending",
+    "top_values_not_indices",
+    "top_not_best_first",
 )
 
 
@@ -165,9 +219,12 @@ def check_pooling_and_search(fn: Callable) -> None:
     ``float64``.
 
     Mistakes it names: ``mean_over_padding``, ``pool_mask_not_unsqueezed``,
-    ``empty_sequence_nan``, ``cosine_not_normalised``, ``normalised_wrong_axis``,
-    ``normalised_one_side``, ``search_scores_transposed``, ``ranked_ascending``,
-    ``not_a_pair``, ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``pool_mask_inverted``, ``tokens_normalised_before_pooling``, ``pooled_first_token``,
+    ``max_pooled``, ``empty_sequence_nan``, ``cosine_not_normalised``,
+    ``normalised_wrong_axis``, ``normalised_one_side``, ``search_scores_transposed``,
+    ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``, ``not_a_pair``,
+    ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says whether the
+    scores or only the ranking are wrong, and which queries and documents (padded or not).
 
     Args:
         fn: The learner's function.
@@ -203,6 +260,23 @@ def check_pooling_and_search(fn: Callable) -> None:
             empty = (doc_mask.long().sum(dim=1) == 0)[None, :]  # [1, N]
             return "NaN or inf", "empty_sequence_nan" if not (bad & ~empty).any() else None
 
+        tol = tolerance(expected_scores.dtype)
+        variants = {
+            key: lambda key=key, args=case.args: _search_variant(*args, key)
+            for key in _SEARCH_MISTAKES
+        }
+        context = (variants, case, expected_scores, expected_top, tol)
+
+        def diagnose(got, context=context):
+            variants, case, expected_scores, expected_top, tol = context
+            if match_variant(got, variants, tol):
+                return None  # compare names it
+            if close(got[0], expected_scores, *tol):
+                problem = f"the top indices are {got[1].tolist()}, expected {expected_top.tolist()}"
+            else:
+                problem = f"the scores differ: {difference(got[0], expected_scores)}"
+            fail(fn_name, case, problem, None, where=_where(got, case, expected_scores, tol))
+
         compare(
             fn_name,
             case,
@@ -210,12 +284,50 @@ def check_pooling_and_search(fn: Callable) -> None:
                 Result("scores", scores, expected_scores),
                 Result("top indices", top, expected_top, exact=True, dtype=False, finite=False),
             ],
-            tolerance(expected_scores.dtype),
-            variants={
-                key: lambda key=key, args=case.args: _search_variant(*args, key)
-                for key in _SEARCH_MISTAKES
-            },
+            tol,
+            variants=variants,
             shape_mistake=shape_mistake,
             nonfinite=nonfinite,
+            diagnose=diagnose,
         )
     success(fn, cases)
+
+
+def _where(got, case: Case, expected_scores: torch.Tensor, tol) -> str:
+    """Which part of the search is wrong: the ranking of right scores, or the scores of which
+    sequences (padded or not)."""
+    scores, top = got
+    _, query_mask, _, doc_mask, k = case.args
+    if close(scores, expected_scores, *tol):
+        own = scores.topk(k, dim=-1).indices  # [Q, k]
+        if top.shape == own.shape and torch.equal(top.sort(-1).values, own.sort(-1).values):
+            return (
+                "your scores are right and so is the set of each query's k best documents, "
+                "but not their order: best first"
+            )
+        return (
+            "your scores are right, so the ranking is wrong: each row of the indices must be "
+            "that query's k largest scores over the documents (dim=-1), best first"
+        )
+    bad = ~torch.isclose(scores.double(), expected_scores.double(), atol=tol[0], rtol=tol[1])
+    padded_docs = (doc_mask.long().sum(dim=1) < doc_mask.shape[1]).tolist()  # [N]
+    padded_queries = (query_mask.long().sum(dim=1) < query_mask.shape[1]).tolist()  # [Q]
+    bad_docs = bad.any(dim=0).nonzero().flatten().tolist()
+    bad_queries = bad.any(dim=1).nonzero().flatten().tolist()
+    unpadded_right = not any(
+        bad[q, n]
+        for q in range(bad.shape[0])
+        for n in range(bad.shape[1])
+        if not padded_queries[q] and not padded_docs[n]
+    )
+    if unpadded_right and any(not p for p in padded_docs) and any(not p for p in padded_queries):
+        return (
+            "the scores between sequences without padding are right, those involving a padded "
+            f"sequence (documents {listed(bad_docs)}) are not: look at how the mask enters the "
+            "pooling"
+        )
+    return (
+        f"the scores differ for queries {listed(bad_queries)} and documents {listed(bad_docs)}, "
+        "padded or not: look at the pooling's sum and count, then at the scaling to length 1 "
+        "(each pooled vector [D] over dim=-1) and the product queries @ documents.T"
+    )

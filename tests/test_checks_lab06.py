@@ -1,0 +1,200 @@
+"""Lab 6's check: searches written three right ways pass; every mistake is named.
+
+The implementations are written as a learner writes them, apart from the variants the check
+computes, so a test passes only if the check recognises the mistake by what the function does.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F  # noqa: N812 - the conventional name
+
+from attention_lab import checks
+from attention_lab.checks import MISTAKES
+
+check = checks.check_pooling_and_search
+
+
+def flat(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def with_(fn, **deviation):
+    def wrong(*args, **kwargs):
+        return fn(*args, **kwargs, **deviation)
+
+    wrong.__name__ = f"{fn.__name__}_with_{'_'.join(deviation)}"
+    return wrong
+
+
+def search(
+    query_hidden,
+    query_mask,
+    doc_hidden,
+    doc_mask,
+    k,
+    *,
+    pool="masked",
+    unsqueeze=True,
+    clamp=True,
+    normalise="both",
+    dim=-1,
+    transpose=False,
+    rank="topk",
+):
+    def mean_pool(hidden, mask):
+        if pool == "all":
+            return hidden.mean(dim=1)
+        if pool == "sum_all_over_real":
+            return hidden.sum(dim=1) / mask.sum(dim=1, keepdim=True)
+        if pool == "first":
+            return hidden[:, 0, :]
+        if pool == "max":
+            return hidden.max(dim=1).values
+        if pool == "normalised_tokens":
+            hidden = F.normalize(hidden, dim=-1)
+        if pool == "inverted":
+            mask = 1 - mask.long()
+        weights = mask.unsqueeze(-1) if unsqueeze else mask
+        weights = weights.to(hidden.dtype)
+        count = weights.sum(dim=1)
+        if clamp:
+            count = count.clamp(min=1e-9)
+        return (hidden * weights).sum(dim=1) / count
+
+    queries, documents = mean_pool(query_hidden, query_mask), mean_pool(doc_hidden, doc_mask)
+    if normalise == "by_hand":
+        queries = queries / queries.norm(dim=-1, keepdim=True)
+        documents = documents / documents.norm(dim=-1, keepdim=True)
+    if normalise in ("both", "queries"):
+        queries = F.normalize(queries, dim=dim)
+    if normalise in ("both", "documents"):
+        documents = F.normalize(documents, dim=dim)
+    scores = documents @ queries.T if transpose else queries @ documents.T
+    if rank == "argsort":
+        return scores, scores.argsort(dim=-1)[:, :k]
+    if rank == "argsort_last":
+        return scores, scores.argsort(dim=-1)[:, -k:]
+    if rank == "values":
+        return scores, scores.topk(k, dim=-1).values
+    if rank == "over_queries":
+        return scores, scores.topk(k, dim=0).indices
+    return scores, scores.topk(k, dim=-1).indices
+
+
+def scores_only(*args):
+    return search(*args)[0]
+
+
+def search_in_float64(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    return search(query_hidden.double(), query_mask, doc_hidden.double(), doc_mask, k)
+
+
+def search_with_einsum_and_sort(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    """Right: a bool mask, torch.where for the padding, norms by hand with a floor, sort."""
+
+    def pool(hidden, mask):
+        keep = mask.bool().unsqueeze(-1)  # [B, T, 1]
+        total = torch.where(keep, hidden, torch.zeros(())).sum(1)
+        return total / keep.sum(1).clamp(min=1)
+
+    q, d = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
+    q = q / q.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    d = d / d.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    scores = torch.einsum("qd,nd->qn", q, d)
+    order = scores.sort(dim=1, descending=True).indices
+    return scores, order[:, :k]
+
+
+def search_with_cosine_similarity(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    """Right: a pooled sum (the cosine ignores the length), F.cosine_similarity, one row at
+    a time."""
+
+    def pooled_sum(hidden, mask):
+        return (hidden * mask[:, :, None].to(hidden.dtype)).sum(dim=1)
+
+    q, d = pooled_sum(query_hidden, query_mask), pooled_sum(doc_hidden, doc_mask)
+    rows = [F.cosine_similarity(q[i : i + 1], d, dim=-1, eps=1e-30) for i in range(len(q))]
+    scores = torch.stack(rows)
+    return scores, torch.stack([row.topk(k).indices for row in rows])
+
+
+RIGHT = [search, search_with_einsum_and_sort, search_with_cosine_similarity]
+WRONG = [
+    (check, with_(search, pool="all"), "mean_over_padding"),
+    (check, with_(search, unsqueeze=False), "pool_mask_not_unsqueezed"),
+    (check, with_(search, clamp=False), "empty_sequence_nan"),
+    (check, with_(search, normalise="by_hand"), "empty_sequence_nan"),
+    (check, with_(search, normalise="none"), "cosine_not_normalised"),
+    (check, with_(search, dim=0), "normalised_wrong_axis"),
+    (check, with_(search, normalise="queries"), "normalised_one_side"),
+    (check, with_(search, normalise="documents"), "normalised_one_side"),
+    (check, with_(search, transpose=True), "search_scores_transposed"),
+    (check, with_(search, rank="over_queries"), "search_scores_transposed"),
+    (check, with_(search, rank="argsort"), "ranked_ascending"),
+    (check, scores_only, "not_a_pair"),
+    (check, search_in_float64, "wrong_dtype"),
+    (check, with_(search, pool="sum_all_over_real"), "mean_over_padding"),
+    (check, with_(search, pool="normalised_tokens"), "tokens_normalised_before_pooling"),
+    (check, with_(search, pool="first"), "pooled_first_token"),
+    (check, with_(search, pool="max"), "max_pooled"),
+    (check, with_(search, pool="inverted"), "pool_mask_inverted"),
+    (check, with_(search, rank="values"), "top_values_not_indices"),
+    (check, with_(search, rank="argsort_last"), "top_not_best_first"),
+]
+
+
+@pytest.mark.parametrize("fn", RIGHT, ids=[fn.__name__ for fn in RIGHT])
+def test_a_right_implementation_passes(fn, capsys):
+    check(fn)
+    assert capsys.readouterr().out.startswith(f"✓ {fn.__name__} matches the library")
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong", "mistake"), WRONG, ids=[f"{w.__name__}-{key}" for _, w, key in WRONG]
+)
+def test_a_mistake_is_rejected_and_named(check, wrong, mistake):
+    with pytest.raises(AssertionError) as info:
+        check(wrong)
+    message = flat(info.value)
+    assert f"Likely mistake: {MISTAKES[mistake]}" in message, message
+    assert "on case '" in message
+    lines = str(info.value).splitlines()
+    assert len(lines) <= 8 and all(len(line) <= 76 for line in lines[1:])
+
+
+def test_every_mistake_of_the_lab_is_proved():
+    from attention_lab.checks import search
+
+    assert set(search.MISTAKES) <= {key for _, _, key in WRONG}
+    documented = {key for key in MISTAKES if f"``{key}``" in check.__doc__}
+    assert {key for _, _, key in WRONG} <= documented
+
+
+def test_an_unknown_mistake_says_which_scores_go_wrong():
+    def search_squaring_the_mask(query_hidden, query_mask, doc_hidden, doc_mask, k):
+        def pool(hidden, mask):
+            w = mask[..., None].to(hidden.dtype)
+            return (hidden * w).sum(1) / (w.sum(1) ** 2).clamp(min=1e-9) + hidden[:, -1] * 0.1
+
+        q = F.normalize(pool(query_hidden, query_mask), dim=-1)
+        d = F.normalize(pool(doc_hidden, doc_mask), dim=-1)
+        scores = q @ d.T
+        return scores, scores.topk(k, dim=-1).indices
+
+    with pytest.raises(AssertionError) as info:
+        check(search_squaring_the_mask)
+    message = flat(info.value)
+    assert "Likely mistake" not in message
+    assert "Where it goes wrong: the scores differ for queries" in message
+
+
+def test_right_scores_ranked_wrongly_are_located():
+    def search_ranking_the_second_best_first(*args):
+        scores, top = search(*args)
+        return scores, top.roll(1, dims=-1)
+
+    with pytest.raises(AssertionError) as info:
+        check(search_ranking_the_second_best_first)
+    assert "your scores are right and so is the set" in flat(info.value)

@@ -1,0 +1,208 @@
+"""Lab 7's check: online softmax loops written three right ways pass; every mistake is named.
+
+The implementations are written as a learner writes them, apart from the variants the check
+computes, so a test passes only if the check recognises the mistake by what the function does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attention_lab import checks
+from attention_lab.checks import MISTAKES
+
+check = checks.check_online_softmax
+
+
+def flat(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def with_(fn, **deviation):
+    def wrong(*args, **kwargs):
+        return fn(*args, **kwargs, **deviation)
+
+    wrong.__name__ = f"{fn.__name__}_with_{'_'.join(deviation)}"
+    return wrong
+
+
+def online_attention(
+    query,
+    key,
+    value,
+    block_size,
+    *,
+    rescale_sum=True,
+    rescale_acc=True,
+    invert=False,
+    divide=True,
+    drop_last=False,
+    maximum="running",
+    start=-math.inf,
+    scale=True,
+    full_scores=False,
+    exp_with="new_max",
+    carry_max=True,
+    rescale_after=False,
+):
+    d_k = query.shape[-1]
+    divisor = {True: math.sqrt(d_k), False: 1.0, "d_k": d_k, "times": 1 / math.sqrt(d_k)}
+    q = query / divisor[scale]
+    if full_scores:
+        every_score = q @ key.transpose(-2, -1)
+    row_max = torch.full((*q.shape[:-1], 1), start, dtype=q.dtype)
+    row_sum = torch.zeros_like(row_max)
+    acc = torch.zeros(*q.shape[:-1], value.shape[-1], dtype=q.dtype)
+    key_len = key.shape[-2]
+    stop = key_len // block_size * block_size if drop_last else key_len
+    for begin in range(0, stop, block_size):
+        end = begin + block_size
+        if full_scores:
+            scores = every_score[..., begin:end]
+        else:
+            scores = q @ key[..., begin:end, :].transpose(-2, -1)
+        if maximum == "none":
+            new_max = torch.zeros_like(row_max)
+        elif maximum == "block":
+            new_max = scores.amax(dim=-1, keepdim=True)
+        else:
+            new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        rescale = torch.exp(new_max - row_max) if invert else torch.exp(row_max - new_max)
+        p = torch.exp(scores - (row_max if exp_with == "old_max" else new_max))
+        if rescale_after:
+            row_sum = (row_sum + p.sum(dim=-1, keepdim=True)) * rescale
+            acc = (acc + p @ value[..., begin:end, :]) * rescale
+        else:
+            row_sum = (row_sum * rescale if rescale_sum else row_sum) + p.sum(-1, keepdim=True)
+            acc = (acc * rescale if rescale_acc else acc) + p @ value[..., begin:end, :]
+        if carry_max:
+            row_max = new_max
+    return acc / row_sum if divide else acc
+
+
+def online_in_float64(query, key, value, block_size):
+    return online_attention(query.double(), key.double(), value.double(), block_size)
+
+
+def online_attention_with_a_list_of_blocks(query, key, value, block_size):
+    """Right: the blocks from split, the maximum started at the dtype's lowest value, the
+    running quantities updated in place."""
+    scale = query.shape[-1] ** -0.5
+    m = torch.full(query.shape[:-1] + (1,), torch.finfo(query.dtype).min, dtype=query.dtype)
+    l = torch.zeros_like(m)  # noqa: E741 - the paper's name
+    o = torch.zeros(query.shape[:-1] + (value.shape[-1],), dtype=query.dtype)
+    for k, v in zip(key.split(block_size, -2), value.split(block_size, -2), strict=True):
+        s = torch.einsum("...qd,...kd->...qk", query, k) * scale
+        m_new = torch.max(m, s.max(dim=-1, keepdim=True).values)
+        alpha = (m - m_new).exp()
+        p = (s - m_new).exp()
+        l.mul_(alpha).add_(p.sum(-1, keepdim=True))
+        o.mul_(alpha).add_(p @ v)
+        m = m_new
+    return o / l
+
+
+def online_attention_normalised_as_it_goes(query, key, value, block_size):
+    """Right: keeps the output normalised after every block (the FlashAttention-1 form)."""
+    d_k = query.shape[-1]
+    out = None
+    for start in range(0, key.shape[-2], block_size):
+        scores = query @ key[..., start : start + block_size, :].transpose(-1, -2) / d_k**0.5
+        block_max = scores.amax(-1, keepdim=True)
+        p = torch.exp(scores - block_max)
+        block_sum = p.sum(-1, keepdim=True)
+        block_out = (p @ value[..., start : start + block_size, :]) / block_sum
+        if out is None:
+            out, m, l = block_out, block_max, block_sum  # noqa: E741
+            continue
+        m_new = torch.maximum(m, block_max)
+        old, new = l * torch.exp(m - m_new), block_sum * torch.exp(block_max - m_new)
+        out = (out * old + block_out * new) / (old + new)
+        m, l = m_new, old + new  # noqa: E741
+    return out
+
+
+RIGHT = [
+    online_attention,
+    online_attention_with_a_list_of_blocks,
+    online_attention_normalised_as_it_goes,
+]
+WRONG = [
+    (check, with_(online_attention, rescale_sum=False), "sum_not_rescaled"),
+    (check, with_(online_attention, rescale_acc=False), "acc_not_rescaled"),
+    (check, with_(online_attention, rescale_sum=False, rescale_acc=False), "nothing_rescaled"),
+    (check, with_(online_attention, invert=True), "rescale_inverted"),
+    (check, with_(online_attention, divide=False), "not_divided_by_sum"),
+    (check, with_(online_attention, drop_last=True), "last_block_dropped"),
+    (check, with_(online_attention, maximum="none"), "online_overflow"),
+    (check, with_(online_attention, maximum="block"), "online_overflow"),
+    (check, with_(online_attention, start=0.0), "max_started_at_zero"),
+    (check, with_(online_attention, full_scores=True), "full_score_matrix"),
+    (check, with_(online_attention, scale=False), "no_scaling"),
+    (check, online_in_float64, "wrong_dtype"),
+    (check, with_(online_attention, exp_with="old_max"), "exp_with_old_max"),
+    (check, with_(online_attention, exp_with="old_max", start=0.0), "exp_with_old_max"),
+    (check, with_(online_attention, carry_max=False), "max_not_carried"),
+    (check, with_(online_attention, rescale_after=True), "rescaled_after_adding"),
+    (check, with_(online_attention, scale="d_k"), "scaled_by_d_k"),
+    (check, with_(online_attention, scale="times"), "scale_multiplied"),
+]
+
+
+@pytest.mark.parametrize("fn", RIGHT, ids=[fn.__name__ for fn in RIGHT])
+def test_a_right_implementation_passes(fn, capsys):
+    check(fn)
+    assert capsys.readouterr().out.startswith(f"✓ {fn.__name__} matches the library")
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong", "mistake"), WRONG, ids=[f"{w.__name__}-{key}" for _, w, key in WRONG]
+)
+def test_a_mistake_is_rejected_and_named(check, wrong, mistake):
+    with pytest.raises(AssertionError) as info:
+        check(wrong)
+    message = flat(info.value)
+    assert f"Likely mistake: {MISTAKES[mistake]}" in message, message
+    assert "on case '" in message
+    lines = str(info.value).splitlines()
+    assert len(lines) <= 8 and all(len(line) <= 76 for line in lines[1:])
+
+
+def test_every_mistake_of_the_lab_is_proved():
+    from attention_lab.checks import online_softmax
+
+    assert set(online_softmax.MISTAKES) <= {key for _, _, key in WRONG}
+    documented = {key for key in MISTAKES if f"``{key}``" in check.__doc__}
+    assert {key for _, _, key in WRONG} <= documented
+
+
+def test_an_unknown_mistake_says_which_part_of_the_loop_goes_wrong():
+    def off_in_the_carry(query, key, value, block_size):
+        q = query / math.sqrt(query.shape[-1])
+        row_max = torch.full((*q.shape[:-1], 1), -math.inf)
+        row_sum = torch.zeros_like(row_max)
+        acc = torch.zeros(*q.shape[:-1], value.shape[-1])
+        for start in range(0, key.shape[-2], block_size):
+            scores = q @ key[..., start : start + block_size, :].transpose(-2, -1)
+            new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+            rescale = torch.exp(row_max - new_max) ** 2  # squared: wrong for every later block
+            p = torch.exp(scores - new_max)
+            row_sum = row_sum * rescale + p.sum(dim=-1, keepdim=True)
+            acc = acc * rescale + p @ value[..., start : start + block_size, :]
+            row_max = new_max
+        return acc / row_sum
+
+    with pytest.raises(AssertionError) as info:
+        check(off_in_the_carry)
+    message = flat(info.value)
+    assert "Likely mistake" not in message
+    assert "with every key in one block your output is right" in message
+
+
+def test_nan_from_the_old_maximum_is_not_called_an_inverted_factor():
+    with pytest.raises(AssertionError) as info:
+        check(with_(online_attention, exp_with="old_max"))
+    assert "inverted" not in flat(info.value)
