@@ -406,7 +406,7 @@
     layerSelect.addEventListener("change", function () { select(+layerSelect.value, selected.head); });
     headSelect.addEventListener("change", function () { select(selected.layer, +headSelect.value); });
     querySelect.addEventListener("change", function () { selected.query = +querySelect.value; drawLarge(); });
-    scaleBox.addEventListener("change", function () { selected.perHead = scaleBox.checked; draw(); });
+    scaleBox.addEventListener("change", function () { selected.perHead = scaleBox.checked; redraw(); });
 
     var controls = el("div", { className: "live-controls" }, [
       el("span", {}, [el("label", { for: "live-layer", text: "Layer " }), layerSelect]),
@@ -578,20 +578,30 @@
     state.tokens.forEach(function (t, i) { rows.appendChild(option(i, i + ": " + t)); });
     view.querySelect.replaceChildren(rows);
     view.querySelect.value = String(selected.query);
-    var i = 0;
     return nextTask().then(function () {
       if (token !== drawn) return;
       drawLarge();
-      return new Promise(function (resolve) {
-        function slice() {
-          if (token !== drawn) return resolve();
-          var until = performance.now() + 30;
-          while (i < view.cells.length && performance.now() < until) paintCell(view.cells[i++]);
-          if (i < view.cells.length) setTimeout(slice, 0);
-          else resolve();
-        }
-        setTimeout(slice, 0);
-      });
+      return paintGrid(token);
+    });
+  }
+
+  // The large map now, the grid after (the same sentence on another scale).
+  function redraw() {
+    drawLarge();
+    return paintGrid(++drawn);
+  }
+
+  function paintGrid(token) {
+    var i = 0;
+    return new Promise(function (resolve) {
+      function slice() {
+        if (token !== drawn) return resolve();
+        var until = performance.now() + 30;
+        while (i < view.cells.length && performance.now() < until) paintCell(view.cells[i++]);
+        if (i < view.cells.length) setTimeout(slice, 0);
+        else resolve();
+      }
+      setTimeout(slice, 0);
     });
   }
 
