@@ -4,8 +4,10 @@ The page is served locally and every request that leaves that server is refused.
 button is pressed nothing of the model loads; after it, sentences the book never saw are typed
 into the box and the page's own tokens, ids and attention weights (``window.liveAttention``) are
 compared with the PyTorch model's (``attention_lab.pretrained``). Also: an empty box, a text over
-512 tokens, markup that must stay text, the keyboard, the site served from a sub-path, a phone's
-390 px viewport (screenshots in ``tests/screenshots/``) and a page opened as a file.
+512 tokens, markup that must stay text, the keyboard, the model in a worker while the page
+answers, the focus kept while loading, a revisit that downloads nothing, the [UNK] line, a map
+that scrolls on a phone, the site served from a sub-path, a phone's 390 px viewport
+(screenshots in ``tests/screenshots/``) and a page opened as a file.
 """
 
 from __future__ import annotations
@@ -158,15 +160,23 @@ def test_nothing_of_the_model_loads_before_the_click(browser, server, html_dir):
 
 def test_a_failed_download_says_why_and_keeps_the_explorer(browser, server):
     watched = Watched(browser, server)
+    button = "#live-attention .live-load"
+    focused = f"() => document.activeElement === document.querySelector('{button}')"
     try:
         watched.tab.goto(f"{server}/{PAGE}", wait_until="load")
         watched.tab.evaluate("() => caches.delete('attention-by-running-it-live')")
         watched.tab.route("**/*.onnx", lambda route: route.abort())
-        watched.tab.click("#live-attention .live-load")
+        watched.tab.focus(button)
+        watched.tab.keyboard.press("Enter")
+        # While it loads, the button says it is unavailable without dropping the focus.
+        assert watched.tab.get_attribute(button, "aria-disabled") == "true"
+        assert watched.tab.evaluate(focused)
         watched.tab.wait_for_function("() => window.liveAttention.status === 'error'")
         message = watched.tab.text_content("#live-attention .live-status")
         assert "could not be loaded" in message and "explorer" in message
-        assert watched.tab.is_enabled("#live-attention .live-load")  # and it can be tried again
+        assert watched.tab.is_enabled(button)  # and it can be tried again
+        assert watched.tab.get_attribute(button, "aria-disabled") is None
+        assert watched.tab.evaluate(focused)
         assert watched.tab.locator("#explorer-attention").count() == 1
     finally:
         watched.tab.close()
@@ -185,6 +195,15 @@ def test_typed_sentences_match_the_python_model(live, sentence):
     assert np.abs(got - weights).max() <= ATOL_ATTENTION
     if "sixty" in sentence or len(ids) > 50:
         assert 50 <= len(ids) <= 70, len(ids)
+    # A line in the box says what [UNK] is, and which words became one; none without an [UNK].
+    note = live.tab.locator("#live-attention .live-unknown")
+    if "[UNK]" in tokens:
+        assert note.is_visible()
+        text = note.text_content()
+        assert f"({tokens.count('[UNK]')} tokens here)" in text and "vocabulary" in text
+        assert "☕" in text and "🙂" in text
+    else:
+        assert note.is_hidden()
 
 
 def test_markup_stays_text_and_nothing_runs(live):
@@ -194,6 +213,29 @@ def test_markup_stays_text_and_nothing_runs(live):
     options = live.tab.eval_on_selector_all("#live-query option", "(os) => os.map(o => o.text)")
     assert any("<" in text for text in options), options
     assert not live.dialogs, live.dialogs
+
+
+def test_the_model_runs_in_a_worker_and_the_page_answers_meanwhile(live):
+    assert live.tab.evaluate("() => window.liveAttention.inWorker") is True
+    live.type("Dog bites man.")
+    live.tab.fill("#live-text", "attention " * 600)  # 512 tokens: seconds of work
+    live.tab.wait_for_function("() => window.liveAttention.computing", timeout=10_000)
+    # The page's thread answers while the model computes: this call returns before the run ends,
+    # the status says what is happening and the maps are marked busy.
+    during = live.tab.evaluate(
+        """() => {
+          const box = document.querySelector('#live-attention');
+          return [window.liveAttention.computing, box.querySelector('.live-status').textContent,
+                  box.querySelector('.live-views').getAttribute('aria-busy')];
+        }"""
+    )
+    assert during[0] is True
+    assert during[1].startswith("Computing") and during[2] == "true"
+    live.tab.wait_for_function(
+        "() => !window.liveAttention.computing && window.liveAttention.shape?.[2] === 512",
+        timeout=120_000,
+    )
+    assert live.tab.get_attribute("#live-attention .live-views", "aria-busy") == "false"
 
 
 def test_the_empty_box_gives_a_hint(live):
@@ -357,7 +399,18 @@ def test_a_second_visit_loads_from_the_browser_cache(live, browser, server):
     # After the first load (the `live` tab), the files are in the browser's cache.
     again = Watched(browser, server)
     try:
+        again.tab.goto(f"{server}/{PAGE}", wait_until="load")
+        config = json.loads(again.tab.get_attribute("#live-attention", "data-config"))
+        # The button does not promise a download of what the browser has kept.
+        again.tab.wait_for_function(
+            "() => /kept by this browser/.test("
+            "document.querySelector('#live-attention .live-load').textContent)"
+        )
+        label = again.tab.text_content("#live-attention .live-load")
+        assert f"({config['total'] / 1e6:.1f} MB download)" not in label, label
         again.load_model(f"{server}/{PAGE}")
+        read = again.tab.evaluate("() => window.liveAttention.loadBytes")
+        assert read["network"] == 0 and read["cache"] > 40e6, read
         # The large files come from the cache (the small scripts may be asked again).
         large = [u for u in model_downloads(again.requests) if re.search(r"\.(onnx|wasm|json)$", u)]
         assert not large, large
@@ -399,6 +452,20 @@ def test_from_a_sub_path_on_a_phone(browser, sub_path_server):
         )
         box = watched.tab.locator("#live-attention")
         assert box.bounding_box()["width"] <= 390
+        # The map is wider than its box: a line says it scrolls, the hidden edge is shaded, and
+        # the box takes the keyboard focus (so arrow keys scroll it).
+        scroll = watched.tab.locator("#live-attention .live-large").first
+        frame = watched.tab.locator("#live-attention .live-frame").first
+        assert watched.tab.locator("#live-attention .live-scroll-hint").first.is_visible()
+        assert "live-more-right" in frame.get_attribute("class")
+        assert scroll.get_attribute("tabindex") == "0"
+        scroll.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")
+        watched.tab.wait_for_function(
+            "() => document.querySelector('#live-attention .live-frame')"
+            ".classList.contains('live-more-left')"
+        )
+        assert "live-more-right" not in frame.get_attribute("class")
+        scroll.evaluate("(el) => { el.scrollLeft = 0; }")
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         box.scroll_into_view_if_needed()
         box.screenshot(path=str(SCREENSHOTS / "live_attention_390px_subpath.png"))

@@ -35,8 +35,8 @@
   function apply(gd, choice, key, index) {
     var update = {};
     update[key] = index;
-    return Plotly[choice.method].apply(null, [gd].concat(choice.args)).then(function () {
-      return Plotly.relayout(gd, update);
+    return window.Plotly[choice.method].apply(null, [gd].concat(choice.args)).then(function () {
+      return window.Plotly.relayout(gd, update);
     });
   }
 

@@ -15,6 +15,7 @@
   }
   window.addEventListener("load", function () {
     mark();
-    if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(mark);
+    var mathjax = window.MathJax;
+    if (mathjax && mathjax.startup && mathjax.startup.promise) mathjax.startup.promise.then(mark);
   });
 })();

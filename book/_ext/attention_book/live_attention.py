@@ -5,9 +5,10 @@ As a Sphinx extension this module
 - exports all-MiniLM-L6-v2 to ONNX when a build starts (or takes it from the cache, below);
 - gives pages the directive ``live-attention``: the box (a text field and a button that states
   the download size and the weights' precision); nothing of the model loads before that click;
-- links ``_static/live/live_attention.js`` and ``.css`` (the browser code, ``book/_static/live/``)
-  and the buttons' ``_static/controls/button.css`` from the pages that hold the box, and no
-  other;
+- links the browser code (``book/_static/live/``: ``SCRIPTS`` in order, classic scripts so that a
+  page opened from disk runs them, and ``live_attention.css``) and the buttons'
+  ``_static/controls/button.css`` from the pages that hold the box, and no other; the model runs
+  in ``model_worker.js``, which the box starts on the click;
 - copies into the built book, when the build finishes: the ONNX file and the package's
   ``tokenizer.json`` / ``tokenizer_config.json`` to ``_static/live/``, and from npm (pinned in
   ``package.json``) the single-threaded WebAssembly build of ``onnxruntime-web`` and
@@ -193,6 +194,10 @@ ORT_PACKAGE = "onnxruntime-web"
 TOKENIZERS_PACKAGE = "@huggingface/tokenizers"
 ORT_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+# The box's scripts, in the order the page loads them: each adds its part to window.liveAttention
+# (the colour table, the drawing arithmetic, the downloads, the model), and box.js, last, builds
+# the box from them.
+SCRIPTS = ("viridis.js", "drawing.js", "fetching.js", "model.js", "box.js")
 
 
 def _downloads(app: Sphinx) -> list[tuple[Path, str]]:
@@ -215,6 +220,14 @@ def served_model_name(app: Sphinx) -> str:
 
 def _export_at_start(app: Sphinx) -> None:
     app.env.live_model_path = cached_model()
+
+
+def _layers_and_heads() -> tuple[int, int]:
+    """The model's numbers of layers and of heads per layer, from its configuration."""
+    from attention_lab.pretrained import model_path
+
+    config = json.loads((Path(model_path()) / "config.json").read_text(encoding="utf-8"))
+    return config["num_hidden_layers"], config["num_attention_heads"]
 
 
 def _mb(n: int) -> str:
@@ -241,13 +254,14 @@ class LiveAttention(SphinxDirective):
             "total": total,
             "precision": "float16",
         }
+        layers, heads = _layers_and_heads()
         button = f"Load the model ({_mb(total)} download)"
         sentence = html.escape(SENTENCE)
         markup = f"""
 <div class="live-attention" id="live-attention" data-config="{html.escape(json.dumps(config))}">
 <p class="live-about">This box runs all-MiniLM-L6-v2 itself in your browser, on any sentence
-you type: all 6 layers &times; 12 heads, with no kernel and no network. Loading it downloads
-{_mb(total)} once, then your browser keeps it: the model, {_mb(model)} of
+you type: all {layers} layers &times; {heads} heads, with no kernel and no network. Loading it
+downloads {_mb(total)} once, then your browser keeps it: the model, {_mb(model)} of
 <strong>float16</strong> weights in ONNX (computed in float32), and ONNX Runtime's WebAssembly
 build, {_mb(runtime)}. Nothing is downloaded until you press the button.</p>
 <label class="live-label" for="live-text">Your sentence</label>
@@ -266,7 +280,8 @@ def _link_assets(app: Sphinx, pagename, templatename, context, doctree) -> None:
     if 'id="live-attention"' in context.get("body", ""):
         app.builder.add_css_file("controls/button.css")
         app.builder.add_css_file("live/live_attention.css")
-        app.builder.add_js_file("live/live_attention.js", priority=600)
+        for script in SCRIPTS:
+            app.builder.add_js_file(f"live/{script}", priority=600)
 
 
 def _copy_downloads(app: Sphinx, exception: Exception | None) -> None:
