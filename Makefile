@@ -26,11 +26,12 @@ export PYTHONHASHSEED := 0
 # from the last successful build's.
 LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 
-.PHONY: help venv node book test test-fast lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
+.PHONY: help venv node book test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
 	@echo "make test       lint, library tests, zero-warning book build, built-HTML and browser tests"
+	@echo "make test-js    the browser code's pure parts under node --test (make test runs it)"
 	@echo "make test-fast  lint and the library tests only: no book build, no browser, no slow runs"
 	@echo "make notebooks  build the book, then write every page as a Jupyter notebook into notebooks/"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
@@ -67,18 +68,23 @@ book: $(STAMP) $(NODE_STAMP)
 print-lib-hash:
 	@echo $(LIB_HASH)
 
-lint: $(STAMP)
+lint: $(STAMP) $(NODE_STAMP)
 	$(BIN)/ruff check lib tests book/_ext benchmarks
 	$(BIN)/ruff format --check lib tests book/_ext benchmarks
+	npx --no-install eslint book/_static tests/js
+
+# The browser code's pure parts (book/_static/live/), unit-tested under Node's own runner.
+test-js: $(NODE_STAMP)
+	node --test tests/js/
 
 # The book is built first (zero warnings, or it fails), then one pytest run covers the library,
 # the built HTML and the browser checks of it.
-test: lint book
+test: lint test-js book
 	$(BIN)/python -m pytest
 
 # An author's shortcut while changing lib/ or tests/: lint and the tests that need neither the
 # built book nor Chromium nor the slow runs (markers in pyproject.toml). `make test` runs them all.
-test-fast: lint
+test-fast: lint test-js
 	$(BIN)/python -m pytest -m "not book and not browser and not slow"
 
 # The learners' notebooks need the build's numbers (figures, equations, glued values), so the
