@@ -280,6 +280,7 @@ def compare(
                 f"{the(result.name, 'has')} shape {list(result.got.shape)}, "
                 f"expected {list(result.expected.shape)}",
                 shape_mistake(result.name, shapes) if shape_mistake else None,
+                where=shape_where(result.got.shape, result.expected.shape),
             )
     for result in results:
         if result.dtype and result.got.dtype != result.expected.dtype:
@@ -315,6 +316,30 @@ def compare(
         mistake = fallback(got)
     where = locate(got) if mistake is None and locate else None
     fail(fn_name, case, problem, mistake, where)
+
+
+def shape_where(got: torch.Size, expected: torch.Size) -> str:
+    """Which axes of a wrongly shaped result are wrong, in words: axes in the wrong order, a
+    missing or extra axis, or the first axis whose size differs."""
+    got, expected = list(got), list(expected)
+    if sorted(got) == sorted(expected) and len(set(expected)) == len(expected):
+        order = [expected.index(size) for size in got]
+        return (
+            "the right axes in the wrong order: yours are the expected axes "
+            f"{', '.join(map(str, order))} in that order (a transpose or permute too many or "
+            "too few, or an operation along the wrong dim)"
+        )
+    if len(got) != len(expected):
+        more = "more" if len(got) > len(expected) else "fewer"
+        return (
+            f"{more} axes than expected ({len(got)} instead of {len(expected)}): an axis kept "
+            "or dropped by a reduction, a view or an unsqueeze"
+        )
+    axis = next(k for k, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b)
+    return (
+        f"axis {axis} has size {got[axis]}, expected {expected[axis]}: check which size each "
+        "operation along that axis uses"
+    )
 
 
 def randn(generator: torch.Generator, *shape: int, dtype=torch.float32) -> torch.Tensor:
