@@ -18,6 +18,7 @@ import torch
 from torch.nn import functional as F
 
 from attention_lab.attention import scaled_dot_product_attention
+from attention_lab.masks import causal_mask
 from attention_lab.positional import sinusoidal_encoding
 
 # ---------------------------------------------------------------------------------------------
@@ -972,182 +973,291 @@ def online_scores_precomputed(query, key, value, block_size):
 
 
 # ---------------------------------------------------------------------------------------------
-# Lab 08: KV-cache decoding. my_decode(attention, x) -> (outputs [B, T, D], keys [B, H, T, Dh])
+# Lab 08: KV-cache decoding, one step.
+# my_decode_step(attention, token [B, 1, D], cache (keys, values) [B, H, t, Dh])
+#     -> (output [B, 1, D], (keys, values) [B, H, t + 1, Dh])
 # ---------------------------------------------------------------------------------------------
 
 
-def decode_preallocated_cache(attention, x):
-    """Correct: cache allocated once for T positions, written in place, attended up to t + 1."""
-    b, t_len, d = x.shape
+def _position_row(t, d_model, dtype):
+    """Row t of the sinusoidal encoding, computed here in float64 from the formula."""
+    i = torch.arange(d_model, dtype=torch.float64)
+    angles = t / 10000.0 ** ((i - i % 2) / d_model)
+    return torch.where(i % 2 == 0, torch.sin(angles), torch.cos(angles)).to(dtype)
+
+
+def step_einsum_by_hand(attention, token, cache):
+    """Correct: projections, scores, softmax and merge written with einsum on the weights."""
+    b, _, d = token.shape
     h, dh = attention.num_heads, attention.head_dim
-    pe = sinusoidal_encoding(t_len, d).to(x.dtype)
-    keys = x.new_empty(b, h, t_len, dh)
-    values = x.new_empty(b, h, t_len, dh)
-    outputs = x.new_empty(b, t_len, d)
-    for t in range(t_len):
-        token = x[:, t] + pe[t]  # [B, D]
-        q = attention.q_proj(token).view(b, h, 1, dh)
-        keys[:, :, t] = attention.k_proj(token).view(b, h, dh)
-        values[:, :, t] = attention.v_proj(token).view(b, h, dh)
-        out, _ = scaled_dot_product_attention(q, keys[:, :, : t + 1], values[:, :, : t + 1])
-        outputs[:, t] = attention.out_proj(out.reshape(b, d))
-    return outputs, keys
+    keys, values = cache
+    t = keys.shape[-2]
+    x = token + sinusoidal_encoding(t + 1, d)[t].to(token.dtype)
+
+    def project(linear):
+        y = torch.einsum("bsd,ed->bse", x, linear.weight)
+        if linear.bias is not None:
+            y = y + linear.bias
+        return y.reshape(b, 1, h, dh).permute(0, 2, 1, 3)  # [B, H, 1, Dh]
+
+    q, k, v = project(attention.q_proj), project(attention.k_proj), project(attention.v_proj)
+    keys = torch.cat((keys, k), dim=-2)
+    values = torch.cat((values, v), dim=-2)
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, keys) / math.sqrt(dh)
+    scores = scores - scores.amax(dim=-1, keepdim=True)
+    weights = scores.exp()
+    weights = weights / weights.sum(dim=-1, keepdim=True)
+    heads = torch.einsum("bhqk,bhkd->bqhd", weights, values).reshape(b, 1, d)
+    out = torch.einsum("bqe,de->bqd", heads, attention.out_proj.weight)
+    if attention.out_proj.bias is not None:
+        out = out + attention.out_proj.bias
+    return out, (keys, values)
 
 
-def decode_list_cache_einsum(attention, x):
-    """Correct: per-step keys kept in lists, stacked each step; attention by einsum."""
-    b, t_len, d = x.shape
+def step_preallocated_fused_sdpa(attention, token, cache):
+    """Correct: new cache of t + 1 positions, old one copied in; torch's fused SDPA."""
+    b, _, d = token.shape
     h, dh = attention.num_heads, attention.head_dim
-    key_list, value_list, outs = [], [], []
-    for t in range(t_len):
-        token = x[:, t : t + 1] + sinusoidal_encoding(t + 1, d)[t]  # row t of a longer table
-        q = torch.stack(attention.q_proj(token).chunk(h, dim=-1), dim=1)  # [B, H, 1, Dh]
-        key_list.append(torch.stack(attention.k_proj(token).chunk(h, dim=-1), dim=1))
-        value_list.append(torch.stack(attention.v_proj(token).chunk(h, dim=-1), dim=1))
-        k_all = torch.cat(key_list, dim=2)
-        v_all = torch.cat(value_list, dim=2)
-        w = torch.einsum("bhqd,bhkd->bhqk", q, k_all).div(math.sqrt(dh)).softmax(dim=-1)
-        o = torch.einsum("bhqk,bhkd->bhqd", w, v_all)
-        outs.append(attention.out_proj(torch.cat(o.unbind(dim=1), dim=-1)))
-    return torch.cat(outs, dim=1), torch.cat(key_list, dim=2)
+    old_keys, old_values = cache
+    t = old_keys.size(2)
+    x = token + sinusoidal_encoding(t + 1, d)[-1]  # the last row is row t
+    q = attention.q_proj(x).unflatten(-1, (h, dh)).transpose(1, 2)
+    k = attention.k_proj(x).unflatten(-1, (h, dh)).transpose(1, 2)
+    v = attention.v_proj(x).unflatten(-1, (h, dh)).transpose(1, 2)
+    keys = old_keys.new_empty(b, h, t + 1, dh)
+    values = old_values.new_empty(b, h, t + 1, dh)
+    keys[:, :, :t] = old_keys
+    values[:, :, :t] = old_values
+    keys[:, :, t:] = k
+    values[:, :, t:] = v
+    out = F.scaled_dot_product_attention(q, keys, values)  # [B, H, 1, Dh]
+    return attention.out_proj(out.transpose(1, 2).flatten(2)), (keys, values)
 
 
-def decode_positions_first_time_major_cache(attention, x):
-    """Correct: positions added to all embeddings first; cache kept [B, T, H, Dh], moved at end."""
-    b, t_len, d = x.shape
+def step_loop_over_heads(attention, token, cache):
+    """Correct: one head at a time, columns sliced from the projections; cache stacked."""
+    b, _, d = token.shape
     h, dh = attention.num_heads, attention.head_dim
-    positioned = x + sinusoidal_encoding(t_len, d)
-    keys = x.new_zeros(b, 0, h, dh)
-    values = x.new_zeros(b, 0, h, dh)
-    outputs = []
-    for t in range(t_len):
-        token = positioned[:, t : t + 1]
-        q = attention.q_proj(token).unflatten(-1, (h, dh))  # [B, 1, H, Dh]
-        keys = torch.cat((keys, attention.k_proj(token).unflatten(-1, (h, dh))), dim=1)
-        values = torch.cat((values, attention.v_proj(token).unflatten(-1, (h, dh))), dim=1)
-        out, _ = scaled_dot_product_attention(
-            q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2)
-        )
-        outputs.append(attention.out_proj(out.transpose(1, 2).flatten(2)))
-    return torch.cat(outputs, dim=1), keys.transpose(1, 2)
+    keys, values = cache
+    t = keys.shape[2]
+    x = token + _position_row(t, d, token.dtype)
+    q_all, k_all, v_all = attention.q_proj(x), attention.k_proj(x), attention.v_proj(x)
+    new_keys, new_values, outs = [], [], []
+    for head in range(h):
+        cols = slice(head * dh, (head + 1) * dh)
+        k_h = torch.cat([keys[:, head], k_all[:, :, cols]], dim=1)  # [B, t + 1, Dh]
+        v_h = torch.cat([values[:, head], v_all[:, :, cols]], dim=1)
+        out_h, _ = scaled_dot_product_attention(q_all[:, :, cols], k_h, v_h)  # [B, 1, Dh]
+        new_keys.append(k_h)
+        new_values.append(v_h)
+        outs.append(out_h)
+    out = attention.out_proj(torch.cat(outs, dim=-1))
+    return out, (torch.stack(new_keys, dim=1), torch.stack(new_values, dim=1))
 
 
-def _decode_template(
+def step_flat_bmm_direct_view(attention, token, cache):
+    """Correct: heads split by view(B, H, 1, Dh) (valid for one token), B*H flattened, bmm."""
+    b, _, d = token.shape
+    h, dh = attention.num_heads, attention.head_dim
+    keys, values = cache
+    t = keys.shape[2]
+    x = token + _position_row(t, d, token.dtype)
+    q = attention.q_proj(x).view(b, h, 1, dh)
+    keys = torch.cat([keys, attention.k_proj(x).view(b, h, 1, dh)], dim=2)
+    values = torch.cat([values, attention.v_proj(x).view(b, h, 1, dh)], dim=2)
+    scores = (
+        torch.bmm(q.reshape(b * h, 1, dh), keys.reshape(b * h, t + 1, dh).transpose(1, 2))
+        * dh**-0.5
+    )
+    out = torch.bmm(scores.softmax(dim=-1), values.reshape(b * h, t + 1, dh))
+    return attention.out_proj(out.view(b, 1, d)), (keys, values)
+
+
+def _step_template(
     attention,
-    x,
+    token,
+    cache,
     *,
-    position=lambda enc, t: enc[t],
-    append_values=True,
-    use_out_proj=True,
-    positions_on_qk=False,
-    positions_on_query_only=False,
-    return_values=False,
-    enc_len_extra=0,
-    scale_dim=None,
+    position=None,
+    where_position="input",
+    cache_dim=2,
+    replace_cache=False,
+    swap_kv=False,
+    out_proj=True,
+    scale=None,
+    softmax_dim=-1,
+    split="standard",
+    merge="standard",
+    attend_first=False,
+    first_mask_row=False,
+    value_proj="v_proj",
+    reverse_return=False,
+    default_dtype_cache=False,
 ):
-    b, t_len, d = x.shape
+    """One decoding step, with one knob per wrong implementation below."""
+    b, _, d = token.shape
     h, dh = attention.num_heads, attention.head_dim
-    enc = sinusoidal_encoding(t_len + enc_len_extra, d)
-    keys = torch.zeros(b, h, 0, dh)
-    values = torch.zeros(b, h, 0, dh)
-    outputs = []
+    keys, values = cache
+    t = keys.shape[2] if position is None else position(keys)
+    pe = sinusoidal_encoding(t + 1, d)[t]
+    x = token + pe if where_position in ("input", "input_qk") else token
+
+    def split_heads(y):
+        if split == "interleaved":
+            return y.view(b, 1, dh, h).permute(0, 3, 1, 2)  # [B, H, 1, Dh], head = column % H
+        return y.view(b, 1, h, dh).transpose(1, 2)
+
+    q_in = token + pe if where_position == "query" else x
+    kv_in = x
+    v_in = token if where_position == "input_qk" else x
+    q_lin = attention.q_proj(q_in)
+    k_lin = attention.k_proj(kv_in)
+    v_lin = getattr(attention, value_proj)(v_in)
+    if where_position == "projected":
+        q_lin, k_lin, v_lin = q_lin + pe, k_lin + pe, v_lin + pe
+    q, k, v = split_heads(q_lin), split_heads(k_lin), split_heads(v_lin)
+
+    def attend(ks, vs):
+        scores = q @ ks.transpose(-2, -1)
+        scores = scores / (scale(dh, d, ks) if scale is not None else math.sqrt(dh))
+        if first_mask_row:
+            scores = scores.masked_fill(~causal_mask(ks.shape[-2])[:1], float("-inf"))
+        return scores.softmax(dim=softmax_dim) @ vs
+
+    if attend_first:
+        out = attend(keys, values)
+    if replace_cache:
+        new_keys, new_values = k, v
+    elif default_dtype_cache:
+        new_keys = torch.zeros(b, h, t + 1, dh)
+        new_values = torch.zeros(b, h, t + 1, dh)
+        new_keys[:, :, :t], new_keys[:, :, t:] = keys, k
+        new_values[:, :, :t], new_values[:, :, t:] = values, v
+    else:
+        first, second = (v, k) if swap_kv else (k, v)
+        new_keys = torch.cat([keys, first], dim=cache_dim)
+        new_values = torch.cat([values, second], dim=cache_dim)
+    if not attend_first:
+        if replace_cache:
+            out = attend(torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2))
+        else:
+            out = attend(new_keys, new_values)
+    if merge == "dh_major":
+        out = out.permute(0, 2, 3, 1).reshape(b, 1, d)  # [B, 1, Dh, H] flattened
+    elif split == "interleaved":
+        out = out.permute(0, 2, 3, 1).reshape(b, 1, d)  # the inverse of the interleaved split
+    else:
+        out = out.transpose(1, 2).reshape(b, 1, d)
+    if out_proj:
+        out = attention.out_proj(out)
+    if reverse_return:
+        return (new_keys, new_values), out
+    return out, (new_keys, new_values)
+
+
+def step_position_one_too_far(attention, token, cache):
+    """Wrong: position counted with the new token included: token t gets row t + 1."""
+    return _step_template(attention, token, cache, position=lambda keys: keys.shape[2] + 1)
+
+
+def step_position_from_len(attention, token, cache):
+    """Wrong: t = len(keys), which is the batch size, not the number of cached tokens."""
+    return _step_template(attention, token, cache, position=len)
+
+
+def step_position_on_query_only(attention, token, cache):
+    """Wrong: the encoding is added to the query's input only; keys and values unpositioned."""
+    return _step_template(attention, token, cache, where_position="query")
+
+
+def step_position_not_on_values(attention, token, cache):
+    """Wrong: the encoding is added to the input of q_proj and k_proj, v_proj gets the raw token."""
+    return _step_template(attention, token, cache, where_position="input_qk")
+
+
+def step_position_after_projection(attention, token, cache):
+    """Wrong: the encoding is added to the projected q, k and v instead of the embedding."""
+    return _step_template(attention, token, cache, where_position="projected")
+
+
+def step_cache_replaced(attention, token, cache):
+    """Wrong: attends over old + new, but returns only the new token's key and value."""
+    return _step_template(attention, token, cache, replace_cache=True)
+
+
+def step_cache_on_heads_axis(attention, token, cache):
+    """Wrong: the cache is concatenated along dim=1, the heads axis."""
+    return _step_template(attention, token, cache, cache_dim=1)
+
+
+def step_kv_swapped_on_append(attention, token, cache):
+    """Wrong: the new value appended to the keys and the new key to the values."""
+    return _step_template(attention, token, cache, swap_kv=True)
+
+
+def step_returns_cache_first(attention, token, cache):
+    """Wrong: returns (cache, output) instead of (output, cache)."""
+    return _step_template(attention, token, cache, reverse_return=True)
+
+
+def step_no_out_proj(attention, token, cache):
+    """Wrong: heads merged but out_proj not applied."""
+    return _step_template(attention, token, cache, out_proj=False)
+
+
+def step_scale_by_cache_length(attention, token, cache):
+    """Wrong: scores divided by sqrt of the number of cached keys, not sqrt(Dh)."""
+    return _step_template(attention, token, cache, scale=lambda dh, d, ks: math.sqrt(ks.shape[-2]))
+
+
+def step_softmax_over_query_axis(attention, token, cache):
+    """Wrong: softmax(dim=-2), over the single query: every weight becomes 1."""
+    return _step_template(attention, token, cache, softmax_dim=-2)
+
+
+def step_heads_interleaved(attention, token, cache):
+    """Wrong: heads split by view(B, 1, Dh, H) (head = column % H), merged back consistently."""
+    return _step_template(attention, token, cache, split="interleaved")
+
+
+def step_merge_dh_major(attention, token, cache):
+    """Wrong: heads merged by permute(0, 2, 3, 1): the columns come out Dh-major."""
+    return _step_template(attention, token, cache, merge="dh_major")
+
+
+def step_attend_before_append(attention, token, cache):
+    """Wrong: attends to the cache received, then appends the new key and value."""
+    return _step_template(attention, token, cache, attend_first=True)
+
+
+def step_first_causal_mask_row(attention, token, cache):
+    """Wrong: a causal mask added anyway, its first row causal_mask(t + 1)[:1]: sees token 0."""
+    return _step_template(attention, token, cache, first_mask_row=True)
+
+
+def step_value_from_k_proj(attention, token, cache):
+    """Wrong: copy-paste slip, the value projected with k_proj instead of v_proj."""
+    return _step_template(attention, token, cache, value_proj="k_proj")
+
+
+def step_cache_default_dtype(attention, token, cache):
+    """Wrong: the grown cache allocated with torch.zeros(...) in the default dtype and device."""
+    return _step_template(attention, token, cache, default_dtype_cache=True)
+
+
+def step_position_float64(attention, token, cache):
+    """Wrong: the position row computed by hand in float64 and added without casting back."""
+    b, _, d = token.shape
+    h, dh = attention.num_heads, attention.head_dim
+    keys, values = cache
+    t = keys.shape[2]
+    x = token + _position_row(t, d, torch.float64)  # promotes the token to float64
     split = (b, 1, h, dh)
-    for t in range(t_len):
-        raw = x[:, t : t + 1]
-        pos = position(enc, t)
-        if positions_on_qk:
-            q = (attention.q_proj(raw) + pos).view(split).transpose(1, 2)
-            k = (attention.k_proj(raw) + pos).view(split).transpose(1, 2)
-            v = attention.v_proj(raw).view(split).transpose(1, 2)
-        elif positions_on_query_only:
-            q = attention.q_proj(raw + pos).view(split).transpose(1, 2)
-            k = attention.k_proj(raw).view(split).transpose(1, 2)
-            v = attention.v_proj(raw).view(split).transpose(1, 2)
-        else:
-            token = raw + pos
-            q = attention.q_proj(token).view(split).transpose(1, 2)
-            k = attention.k_proj(token).view(split).transpose(1, 2)
-            v = attention.v_proj(token).view(split).transpose(1, 2)
-        keys = torch.cat([keys, k], dim=2)
-        values = torch.cat([values, v], dim=2) if append_values else v
-        if scale_dim is None:
-            out, _ = scaled_dot_product_attention(q, keys, values)
-        else:
-            w = torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(scale_dim), dim=-1)
-            out = w @ values
-        out = out.transpose(1, 2).reshape(b, 1, d)
-        outputs.append(attention.out_proj(out) if use_out_proj else out)
-    return torch.cat(outputs, dim=1), (values if return_values else keys)
-
-
-def decode_positions_after_projection(attention, x):
-    """Wrong: adds the position to the projected query and key instead of to the embedding."""
-    return _decode_template(attention, x, positions_on_qk=True)
-
-
-def decode_positions_from_one(attention, x):
-    """Wrong: off by one, token t gets the encoding of position t + 1."""
-    return _decode_template(attention, x, position=lambda enc, t: enc[t + 1], enc_len_extra=1)
-
-
-def decode_positions_on_query_only(attention, x):
-    """Wrong: positions added to the query's input only; keys and values projected from raw x."""
-    return _decode_template(attention, x, positions_on_query_only=True)
-
-
-def decode_no_out_proj(attention, x):
-    """Wrong: forgets attention.out_proj after merging the heads."""
-    return _decode_template(attention, x, use_out_proj=False)
-
-
-def decode_values_not_cached(attention, x):
-    """Wrong: keys are appended but the value cache is replaced by the newest value each step."""
-    return _decode_template(attention, x, append_values=False)
-
-
-def decode_returns_value_cache(attention, x):
-    """Wrong: returns the value cache instead of the key cache."""
-    return _decode_template(attention, x, return_values=True)
-
-
-def decode_scale_by_model_width(attention, x):
-    """Wrong: own attention over the cache scaled by sqrt(D) instead of sqrt(Dh)."""
-    return _decode_template(attention, x, scale_dim=x.shape[-1])
-
-
-def decode_keys_projected_before_loop(attention, x):
-    """Wrong (contract): projects all keys and values before the loop, slices them per step."""
-    b, t_len, d = x.shape
-    h, dh = attention.num_heads, attention.head_dim
-    positioned = x + sinusoidal_encoding(t_len, d)
-    all_k = attention.k_proj(positioned).view(b, t_len, h, dh).transpose(1, 2)
-    all_v = attention.v_proj(positioned).view(b, t_len, h, dh).transpose(1, 2)
-    outputs = []
-    for t in range(t_len):
-        q = attention.q_proj(positioned[:, t : t + 1]).view(b, 1, h, dh).transpose(1, 2)
-        out, _ = scaled_dot_product_attention(q, all_k[:, :, : t + 1], all_v[:, :, : t + 1])
-        outputs.append(attention.out_proj(out.transpose(1, 2).reshape(b, 1, d)))
-    return torch.cat(outputs, dim=1), all_k
-
-
-def decode_cache_grows_on_heads(attention, x):
-    """Wrong: the cache is concatenated along dim=1 (heads) instead of dim=2 (positions)."""
-    b, t_len, d = x.shape
-    h, dh = attention.num_heads, attention.head_dim
-    enc = sinusoidal_encoding(t_len, d)
-    keys = values = None
-    outputs = []
-    for t in range(t_len):
-        token = x[:, t : t + 1] + enc[t]
-        q = attention.q_proj(token).view(b, 1, h, dh).transpose(1, 2)
-        k = attention.k_proj(token).view(b, 1, h, dh).transpose(1, 2)
-        v = attention.v_proj(token).view(b, 1, h, dh).transpose(1, 2)
-        keys = k if keys is None else torch.cat([keys, k], dim=1)
-        values = v if values is None else torch.cat([values, v], dim=1)
-        out, _ = scaled_dot_product_attention(q, keys, values)
-        out = out.transpose(1, 2).reshape(b, 1, d)
-        outputs.append(attention.out_proj(out))
-    return torch.cat(outputs, dim=1), keys
+    q = attention.q_proj(x).view(split).transpose(1, 2)
+    keys = torch.cat([keys, attention.k_proj(x).view(split).transpose(1, 2)], dim=2)
+    values = torch.cat([values, attention.v_proj(x).view(split).transpose(1, 2)], dim=2)
+    out, _ = scaled_dot_product_attention(q, keys, values)
+    return attention.out_proj(out.transpose(1, 2).reshape(b, 1, d)), (keys, values)
 
 
 LABS = {
@@ -1294,20 +1404,37 @@ LABS = {
     "08": {
         "check": "check_kv_cache_decoding",
         "correct": [
-            decode_preallocated_cache,
-            decode_list_cache_einsum,
-            decode_positions_first_time_major_cache,
+            step_einsum_by_hand,
+            step_preallocated_fused_sdpa,
+            step_loop_over_heads,
+            step_flat_bmm_direct_view,
         ],
         "wrong": [
-            (decode_positions_after_projection, "position added to projected q and k, not x"),
-            (decode_positions_from_one, "positions off by one: token t gets encoding[t + 1]"),
-            (decode_positions_on_query_only, "position added only to the query's input"),
-            (decode_no_out_proj, "out_proj forgotten"),
-            (decode_values_not_cached, "value cache replaced each step, keys appended"),
-            (decode_returns_value_cache, "returns the value cache instead of the key cache"),
-            (decode_scale_by_model_width, "own attention scaled by sqrt(D), not sqrt(Dh)"),
-            (decode_keys_projected_before_loop, "all keys/values projected before the loop"),
-            (decode_cache_grows_on_heads, "cache concatenated along the heads axis"),
+            (
+                step_position_one_too_far,
+                "position counted after the append: token t gets row t + 1",
+            ),
+            (step_position_from_len, "t = len(keys), the batch size, as the position"),
+            (step_position_on_query_only, "encoding added to the query's input only"),
+            (
+                step_position_not_on_values,
+                "encoding added to q_proj's and k_proj's input, not v_proj's",
+            ),
+            (step_position_after_projection, "encoding added to the projected q, k and v"),
+            (step_cache_replaced, "returned cache holds only the new token's key and value"),
+            (step_cache_on_heads_axis, "cache concatenated along dim=1, the heads axis"),
+            (step_kv_swapped_on_append, "new value appended to the keys, new key to the values"),
+            (step_returns_cache_first, "returns (cache, output), the pair reversed"),
+            (step_no_out_proj, "out_proj forgotten"),
+            (step_scale_by_cache_length, "scores scaled by sqrt(number of cached keys)"),
+            (step_softmax_over_query_axis, "softmax(dim=-2), over the single query"),
+            (step_heads_interleaved, "heads split as view(B, 1, Dh, H): interleaved columns"),
+            (step_merge_dh_major, "heads merged with permute(0, 2, 3, 1): Dh-major columns"),
+            (step_attend_before_append, "attends to the old cache, then appends the token"),
+            (step_first_causal_mask_row, "causal_mask(t + 1)[:1] applied: only token 0 attended"),
+            (step_value_from_k_proj, "value projected with k_proj (copy-paste slip)"),
+            (step_cache_default_dtype, "grown cache allocated by torch.zeros in the default dtype"),
+            (step_position_float64, "position row computed in float64, added without a cast"),
         ],
     },
 }
