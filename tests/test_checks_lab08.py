@@ -63,8 +63,9 @@ def step_by_hand_with_einsum(attention, token, cache):
     return attention.out_proj(out), (all_k, all_v)
 
 
-def step_with_torch_sdpa(attention, token, cache):
-    """PyTorch's fused attention, the projections through F.linear, a preallocated copy."""
+def step_with_torch_sdpa(attention, token, cache, cache_dtype=None):
+    """PyTorch's fused attention, the projections through F.linear, a preallocated copy (in
+    the cache's dtype unless ``cache_dtype`` says otherwise: a wrong version's)."""
     batch, _, d_model = token.shape
     heads, head_dim = attention.num_heads, attention.head_dim
     keys, values = cache
@@ -75,7 +76,8 @@ def step_with_torch_sdpa(attention, token, cache):
         for layer in (attention.q_proj, attention.k_proj, attention.v_proj)
     ]
     q, k, v = projections
-    new_keys = torch.empty(batch, heads, t + 1, head_dim)
+    dtype = keys.dtype if cache_dtype is None else cache_dtype
+    new_keys = torch.empty(batch, heads, t + 1, head_dim, dtype=dtype)
     new_keys[:, :, :t], new_keys[:, :, t:] = keys, k
     new_values = torch.empty_like(new_keys)
     new_values[:, :, :t], new_values[:, :, t:] = values, v
@@ -85,6 +87,11 @@ def step_with_torch_sdpa(attention, token, cache):
 
 
 RIGHT = [step_with_library_attention, step_by_hand_with_einsum, step_with_torch_sdpa]
+
+
+def cache_in_the_default_dtype(attention, token, cache):
+    """The grown cache made by torch.empty without dtype=: float32 whatever the module's."""
+    return step_with_torch_sdpa(attention, token, cache, cache_dtype=torch.float32)
 
 
 @pytest.mark.parametrize("fn", RIGHT, ids=[fn.__name__ for fn in RIGHT])
@@ -188,6 +195,7 @@ def step_returning_a_flat_triple(attention, token, cache):
 
 
 WRONG = [
+    (check, cache_in_the_default_dtype, "wrong_dtype"),
     (check, named(cat_dim=1), "cache_wrong_axis"),
     (check, named(cat_dim=-1), "cache_wrong_axis"),
     (check, named(cat_dim=0), "cache_wrong_axis"),

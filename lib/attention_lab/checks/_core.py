@@ -140,6 +140,15 @@ def two_tensors(fn_name: str, case: Case, result: Any) -> None:
         fail(fn_name, case, f"it returned {type(result).__name__}, not two tensors", "not_a_pair")
 
 
+def _dtype_error(error: Exception) -> str | None:
+    """``wrong_dtype`` for PyTorch's errors about tensors of two dtypes meeting (a tensor made
+    in the default float32 beside the input's float64, say)."""
+    text = str(error).lower()
+    about_types = "dtype" in text or "scalar type" in text
+    mixed = about_types and "double" in text and "float" in text
+    return "wrong_dtype" if mixed else None
+
+
 def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] | None = None):
     """Call ``fn`` on ``case``; turn the stub's NotImplementedError and crashes into messages.
 
@@ -158,7 +167,7 @@ def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] 
             )
         ) from None
     except Exception as error:
-        mistake = error_hint(error) if error_hint else None
+        mistake = (error_hint(error) if error_hint else None) or _dtype_error(error)
         likely = f"\nLikely mistake: {MISTAKES[mistake]}." if mistake else ""
         raise AssertionError(
             wrap(f"{fn_name} raised {type(error).__name__} on case '{case.name}': {error}{likely}")

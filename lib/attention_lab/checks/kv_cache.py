@@ -199,17 +199,19 @@ _DECODE_MISTAKES = (
 def _decode_cases() -> list[Case]:
     g = torch.Generator().manual_seed(8)
 
-    def case(name, batch, length, d_model, num_heads, seed):
+    def case(name, batch, length, d_model, num_heads, seed, dtype=torch.float32):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            attention = MultiHeadAttention(d_model, num_heads).eval()
-        return Case(name, (attention, randn(g, batch, length, d_model)))
+            attention = MultiHeadAttention(d_model, num_heads).eval().to(dtype)
+        return Case(name, (attention, randn(g, batch, length, d_model, dtype=dtype)))
 
     return [
         case("B=2, 6 tokens, d_model=8, 2 heads", 2, 6, 8, 2, seed=1),
         case("a single token", 1, 1, 8, 2, seed=2),
         case("B=1, 9 tokens, d_model=16, 4 heads", 1, 9, 16, 4, seed=3),
         case("one head, B=3, 4 tokens, d_model=6", 3, 4, 6, 1, seed=4),
+        # A module in float64: the cache and the output must keep its dtype.
+        case("float64, B=2, 5 tokens, d_model=8, 2 heads", 2, 5, 8, 2, seed=5, dtype=torch.float64),
     ]
 
 
@@ -244,14 +246,14 @@ def check_kv_cache_decoding(fn: Callable) -> None:
     self-attention on the whole sequence, ``attention(x + encoding, mask=causal_mask(T))``, and
     the cache its keys and values. A step sees only the tokens fed so far, and the rows that
     ``k_proj`` projects are counted: one token per step. Cases: two heads, a single token,
-    four heads, one head.
+    four heads, one head, and a module in float64 (the output and cache keep its dtype).
 
     Mistakes it names: ``cache_wrong_axis``, ``positions_restart``, ``positions_off_by_one``,
     ``no_positions``, ``positions_not_in_values``, ``positions_after_projection``,
     ``cache_replaced``, ``cache_not_returned``, ``cache_keys_values_swapped``,
     ``appended_after_attending``, ``out_proj_missing``, ``prefix_recomputed``,
     ``step_not_a_pair``, ``softmax_axis``, ``no_scaling``, ``scaled_by_sqrt_d_model``,
-    ``heads_and_width_swapped``, ``heads_not_merged`` (see :data:`MISTAKES`).
+    ``heads_and_width_swapped``, ``heads_not_merged``, ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's step function.
@@ -347,15 +349,15 @@ def check_kv_cache_decoding(fn: Callable) -> None:
                 fn_name, case, _problem(got, expected, tol), None, where=_where(got, expected, tol)
             )
 
-        # Values only, no dtype or NaN step: the learner's tensors come out of the module's own
-        # projections, in x's dtype, and a NaN shows as a difference.
+        # No NaN step: a NaN shows as a difference. The dtype step matters in the float64
+        # case, where a cache made without dtype= turns float32.
         compare(
             fn_name,
             case,
             [
-                Result("outputs", got[0], expected_output, dtype=False, finite=False),
-                Result("cached keys", got[1], expected_keys, dtype=False, finite=False),
-                Result("cached values", got[2], expected_values, dtype=False, finite=False),
+                Result("outputs", got[0], expected_output, finite=False),
+                Result("cached keys", got[1], expected_keys, finite=False),
+                Result("cached values", got[2], expected_values, finite=False),
             ],
             tol,
             variants=variants,
