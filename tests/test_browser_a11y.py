@@ -55,14 +55,14 @@ def run_axe(tab) -> dict:
 # and data-theme before anything is drawn. Storing them before the page loads is how a reader's
 # earlier choice opens every later page.
 THEMES = ("light", "dark")
-_CHOOSE_THEME = "localStorage.setItem('mode', {0!r}); localStorage.setItem('theme', {0!r});"
+CHOOSE_THEME = "localStorage.setItem('mode', {0!r}); localStorage.setItem('theme', {0!r});"
 
 
 def audit(context, base: str, page: str, theme: str = "light") -> list[dict]:
     """axe-core's WCAG A/AA violations on ``page`` in ``theme``, after its scripts have run."""
     # Nothing leaves the machine (test_browser.py checks that no page tries).
     tab = page_weights.local_tab(context, base)
-    tab.add_init_script(_CHOOSE_THEME.format(theme))
+    tab.add_init_script(CHOOSE_THEME.format(theme))
     try:
         tab.goto(f"{base}/{page}", wait_until="load")
         tab.wait_for_load_state("networkidle")
