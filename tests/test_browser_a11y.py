@@ -2,7 +2,8 @@
 
 Accessibility: axe-core (pinned in package.json, installed into node_modules/ by ``make book``)
 runs on every page once its scripts have finished (MathJax typeset, quizzes and explorers
-drawn) with the WCAG 2.0/2.1 A and AA rules; no page may have a critical or serious violation.
+drawn) with the WCAG 2.0/2.1 A and AA rules; no page may have a critical or serious violation,
+in the theme's light mode or in its dark mode.
 
 Weight: ``benchmarks/page_weights.py`` records what the browser fetches for each page and sizes
 it as a static host sends it (gzip); every page must be within the first-visit budget and the
@@ -49,13 +50,24 @@ def run_axe(tab) -> dict:
     )
 
 
-def audit(context, base: str, page: str) -> list[dict]:
-    """axe-core's WCAG A/AA violations on ``page``, after its scripts have run."""
+# The theme's switch (pydata-sphinx-theme 0.17's setTheme) stores the chosen mode and the theme
+# it resolves to in localStorage; the page's first script copies them onto <html> as data-mode
+# and data-theme before anything is drawn. Storing them before the page loads is how a reader's
+# earlier choice opens every later page.
+THEMES = ("light", "dark")
+CHOOSE_THEME = "localStorage.setItem('mode', {0!r}); localStorage.setItem('theme', {0!r});"
+
+
+def audit(context, base: str, page: str, theme: str = "light") -> list[dict]:
+    """axe-core's WCAG A/AA violations on ``page`` in ``theme``, after its scripts have run."""
     # Nothing leaves the machine (test_browser.py checks that no page tries).
     tab = page_weights.local_tab(context, base)
+    tab.add_init_script(CHOOSE_THEME.format(theme))
     try:
         tab.goto(f"{base}/{page}", wait_until="load")
         tab.wait_for_load_state("networkidle")
+        shown = tab.evaluate("() => document.documentElement.dataset.theme")
+        assert shown == theme, (page, shown)
         tab.evaluate("() => window.MathJax?.startup?.promise")
         # Quizzes fill their containers once the page has loaded and MathJax is ready.
         tab.wait_for_function(
@@ -76,15 +88,17 @@ def audit(context, base: str, page: str) -> list[dict]:
     ]
 
 
-def test_axe_finds_no_serious_violation_on_any_page(browser, server, html_dir, axe):
+@pytest.mark.parametrize("theme", THEMES)
+def test_axe_finds_no_serious_violation_on_any_page(browser, server, html_dir, axe, theme):
     pages = page_weights.built_pages(html_dir)
     assert len(pages) >= 20, pages
     problems = []
     for page in pages:
-        for v in audit(browser, server, page):
+        for v in audit(browser, server, page, theme):
             if v["impact"] in BLOCKING and v["id"] not in NOT_FIXABLE:
                 problems.append(
-                    f"{page}: {v['impact']} {v['id']} ({v['help']}) at {json.dumps(v['nodes'][:3])}"
+                    f"{theme} {page}: {v['impact']} {v['id']} ({v['help']}) at "
+                    f"{json.dumps(v['nodes'][:3])}"
                 )
     assert not problems, "\n".join(problems)
 

@@ -766,3 +766,85 @@ def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, ser
     first_visit = sum(page_weights.compressed_size(f) for f in files)
     print(f"{HEADS_PAGE}: first visit {first_visit} bytes compressed")
     assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+# --- both themes ---------------------------------------------------------------------------------
+
+# The WCAG 2 contrast of every piece of text the instruments draw against what is behind it: a
+# table cell's own colour, or the page's. SVG text (the charts' ticks and labels) is measured by
+# its fill, which axe-core does not check.
+CONTRASTS = """(selector) => {
+  const parse = (c) => {
+    const v = c.match(/[\\d.]+/g).map(Number);
+    return {rgb: v.slice(0, 3), alpha: v.length > 3 ? v[3] : 1};
+  };
+  const lum = (rgb) => {
+    const f = (x) => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(rgb[0]) + 0.7152 * f(rgb[1]) + 0.0722 * f(rgb[2]);
+  };
+  const behind = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c.alpha > 0.5) return c.rgb;
+    }
+    return parse(getComputedStyle(document.body).backgroundColor).rgb;
+  };
+  return Array.from(document.querySelectorAll(selector), (el) => {
+    const style = getComputedStyle(el);
+    const ink = parse(el instanceof SVGElement ? style.fill : style.color).rgb;
+    const [a, b] = [lum(ink), lum(behind(el.closest('svg') || el))].sort((x, y) => y - x);
+    return {text: el.textContent.trim(), ratio: (a + 0.05) / (b + 0.05)};
+  }).filter((r) => r.text);
+}"""
+TEXT = ".instrument-body td, .instrument-body th, .instrument-plot text, .instrument-body p"
+
+INSTRUMENT_PAGES = {
+    "scaling": PAGE,
+    "heads": HEADS_PAGE,
+    "positional": PE_PAGE,
+    "masks": MASKS_PAGE,
+}
+
+
+@pytest.mark.parametrize("name", INSTRUMENT_PAGES)
+def test_readable_in_both_themes_and_restyled_by_the_switch(browser, server, name):
+    # The theme's switch sets data-theme on <html> while the page is open: the instruments'
+    # text must follow at once, each weight cell keeping an ink of at least 4.5:1 on its colour.
+    tab = Tab(browser, server, path=INSTRUMENT_PAGES[name], name=name)
+    try:
+        if name == "masks":  # empty rows of NaN, blocked cells and large weights, all at once
+            tab.tab.select_option("#instrument-masks-fill", "-inf")
+        if name == "heads":  # two tokens: weights near 0 and 1, dark and light cells
+            tab.set_range("t", 2)
+            for seed in range(20):
+                tab.tab.fill("#instrument-heads-seed", str(seed))
+                top = "() => Math.max(...window.attentionInstruments.heads.weights)"
+                if tab.tab.evaluate(top) > 0.9:
+                    break
+        fills = {}
+        for theme in ("dark", "light", "dark"):
+            tab.tab.evaluate(f"() => {{ document.documentElement.dataset.theme = '{theme}'; }}")
+            rows = tab.tab.evaluate(CONTRASTS, TEXT)
+            assert len(rows) >= 10, rows
+            worst = min(rows, key=lambda r: r["ratio"])
+            assert worst["ratio"] >= 4.5, (theme, worst)
+            fills[theme] = tab.tab.evaluate(
+                "() => Array.from(document.querySelectorAll('.instrument-plot text'),"
+                " (t) => getComputedStyle(t).fill).join()"
+            )
+            if name == "heads":  # dark cells get white ink, light ones black
+                inks = tab.tab.evaluate(
+                    "() => new Set(Array.from(document.querySelectorAll('.instrument-grid td'),"
+                    " (c) => getComputedStyle(c).color)).size"
+                )
+                assert inks == 2, inks
+            if name == "masks":
+                assert tab.tab.locator("td.instrument-nan").count() > 0
+        if name in ("scaling", "positional"):
+            assert fills["dark"] != fills["light"], fills
+        tab.tab.locator(f"#instrument-{name}").screenshot(
+            path=str(SCREENSHOTS / f"instrument_{name}_dark.png")
+        )
+        assert not tab.errors, tab.errors
+    finally:
+        tab.tab.close()

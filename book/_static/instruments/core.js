@@ -94,6 +94,23 @@
     return Math.abs(x) >= 0.01 ? x.toFixed(3) : x.toExponential(2);
   }
 
+  // WCAG 2 relative luminance of an sRGB colour [r, g, b] (0-255 each).
+  function luminance(rgb) {
+    var linear = rgb.map(function (c) {
+      c /= 255;
+      return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2];
+  }
+
+  // The ink, black or white, that reads best on a cell painted rgb: the one of higher contrast,
+  // which is at least 4.58:1 on any colour (WCAG AA asks 4.5:1). A cell's colour encodes its
+  // number in both themes alike, so its ink depends on the cell, not on the theme.
+  function inkOn(rgb) {
+    var l = luminance(rgb);
+    return (l + 0.05) / 0.05 >= 1.05 / (l + 0.05) ? "#000000" : "#ffffff";
+  }
+
   var SVG = "http://www.w3.org/2000/svg";
   function svg(name, attributes) {
     var el = document.createElementNS(SVG, name);
@@ -201,6 +218,8 @@
     max: max,
     spread: spread,
     format: format,
+    luminance: luminance,
+    inkOn: inkOn,
     svg: svg,
     field: field,
     seedField: seedField,

@@ -131,8 +131,9 @@
         tr.append(rowHead);
         for (j = 0; j < T; j++) {
           var w = result.weights[(h * T + i) * T + j], cell = tr.insertCell();
-          var c = shade(w * 0.45);  // light enough for black text
+          var c = shade(w);  // the colour of the same weight in the maps above
           cell.style.backgroundColor = "rgb(" + c.join(",") + ")";
+          cell.style.color = core.inkOn(c);
           cell.textContent = w.toFixed(2);
         }
       }

@@ -57,12 +57,11 @@
     return p + (state.isReal[p] ? "" : " pad");
   }
 
-  // Light blue for large weights, white for 0: black text stays readable on every cell.
+  // Light blue for large weights, white for 0, in both themes; core.inkOn picks each cell's ink.
   function colour(w) {
-    if (!(w >= 0)) return "";
     var t = Math.min(1, w);
     var mix = function (a, b) { return Math.round(a + (b - a) * t); };
-    return "rgb(" + mix(255, 107) + "," + mix(255, 174) + "," + mix(255, 214) + ")";
+    return [mix(255, 107), mix(255, 174), mix(255, 214)];
   }
 
   function drawTable(table, caption, state) {
@@ -100,8 +99,13 @@
           hidden.textContent = "blocked ";
           cell.append(hidden);
         }
-        if (isNaN(w)) cell.classList.add("instrument-nan");
-        else cell.style.backgroundColor = colour(w);
+        if (isNaN(w)) {
+          cell.classList.add("instrument-nan");
+        } else {
+          var rgb = colour(w);
+          cell.style.backgroundColor = "rgb(" + rgb.join(",") + ")";
+          cell.style.color = core.inkOn(rgb);
+        }
         cell.append(isNaN(w) ? "NaN" : w.toFixed(2));
       }
     }

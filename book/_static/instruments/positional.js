@@ -35,8 +35,9 @@
   }
 
   function text(x, y, content, attributes) {
-    var t = core.svg("text", Object.assign({ x: x, y: y, "font-size": FONT, fill: "#1f2937" },
-      attributes || {}));
+    // Ink, grid and marker colours come from instruments.css, which follows the theme.
+    var t = core.svg("text", Object.assign({ x: x, y: y, "font-size": FONT,
+      class: "instrument-ink" }, attributes || {}));
     t.textContent = content;
     return t;
   }
@@ -54,7 +55,7 @@
     var y = function (v) { return BOTTOM - ((v - low) / (high - low)) * (BOTTOM - TOP); };
     [low, (low + high) / 2, high].forEach(function (tick) {
       plot.append(core.svg("line", { x1: LEFT, x2: W - RIGHT, y1: y(tick), y2: y(tick),
-        stroke: "#d1d5db", "stroke-width": 1 }));
+        class: "instrument-gridline", "stroke-width": 1 }));
       plot.append(text(LEFT - 6, y(tick) + 4, Number(tick.toPrecision(3)).toString(),
         { "text-anchor": "end" }));
     });
@@ -66,7 +67,7 @@
         "stroke-width": 1.8 }));
     });
     plot.append(core.svg("line", { x1: x(marker), x2: x(marker), y1: TOP, y2: BOTTOM,
-      stroke: "#111827", "stroke-width": 1.2, "stroke-dasharray": "4 3" }));
+      class: "instrument-marker", "stroke-width": 1.2, "stroke-dasharray": "4 3" }));
     plot.append(text(LEFT, BOTTOM + 20, "0"));
     plot.append(text(W - RIGHT, BOTTOM + 20, String(n - 1), { "text-anchor": "end" }));
     plot.append(text((LEFT + W - RIGHT) / 2, BOTTOM + 20, xLabel, { "text-anchor": "middle" }));
@@ -108,8 +109,8 @@
       for (var c = 0; c < cols; c++) {
         var k = 4 * (r * cols + c);
         var parity = c < half ? 0 : c >= half + gap ? 1 : -1;
-        if (parity < 0) {  // the gap: the page's white
-          image.data[k] = image.data[k + 1] = image.data[k + 2] = image.data[k + 3] = 255;
+        if (parity < 0) {  // the gap: transparent, the page shows through in either theme
+          image.data[k] = image.data[k + 1] = image.data[k + 2] = image.data[k + 3] = 0;
           continue;
         }
         var x = parity ? c - half - gap : c;

@@ -41,8 +41,9 @@
   }
 
   function text(x, y, content, attributes) {
-    var t = core.svg("text", Object.assign({ x: x, y: y, "font-size": FONT, fill: "#1f2937" },
-      attributes || {}));
+    // Ink, grid and marker colours come from instruments.css, which follows the theme.
+    var t = core.svg("text", Object.assign({ x: x, y: y, "font-size": FONT,
+      class: "instrument-ink" }, attributes || {}));
     t.textContent = content;
     return t;
   }
@@ -64,7 +65,7 @@
     var y = function (p) { return BOTTOM - p * (BOTTOM - TOP); };
     [0, 0.5, 1].forEach(function (tick) {
       plot.append(core.svg("line", { x1: LEFT, x2: W - RIGHT, y1: y(tick), y2: y(tick),
-        stroke: "#d1d5db", "stroke-width": 1 }));
+        class: "instrument-gridline", "stroke-width": 1 }));
       plot.append(text(LEFT - 6, y(tick) + 5, String(tick), { "text-anchor": "end" }));
     });
     var width = (W - RIGHT - LEFT) / n;
@@ -81,7 +82,7 @@
       });
     });
     plot.append(core.svg("line", { x1: LEFT, x2: W - RIGHT, y1: y(1 / n), y2: y(1 / n),
-      stroke: "#111827", "stroke-width": 1.5, "stroke-dasharray": "5 4" }));
+      class: "instrument-marker", "stroke-width": 1.5, "stroke-dasharray": "5 4" }));
     plot.append(text(W - RIGHT, y(1 / n) - 5, "uniform, 1/" + n, { "text-anchor": "end" }));
     plot.append(text(LEFT, BOTTOM + 22, "the " + n + " keys, largest weight first"));
     plot.append(text(12, (TOP + BOTTOM) / 2, "weight",
