@@ -383,7 +383,7 @@ def check_encoder_layer(fn: Callable) -> None:
     weights ``[B, H, T, T]``. The layer's own ``forward`` is switched off during the check.
     Cases: post-norm, with a padding mask, pre-norm, a single token, a GELU layer (all in
     evaluation mode), then a post-norm and a pre-norm layer in training mode, where dropout
-    acts: the check seeds its masks inside :func:`torch.random.fork_rng` (the global random
+    acts: the check seeds its masks inside ``torch.random.fork_rng`` (the global random
     state is left as it was), so that where each dropout acts shows in the result.
 
     Mistakes it names: ``pre_norm_instead_of_post_norm``, ``post_norm_instead_of_pre_norm``,
