@@ -12,8 +12,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attention_lab._validation import check_bool, check_int, check_probability, check_sequence
+from attention_lab._validation import (
+    check_bool,
+    check_int,
+    check_probability,
+    check_real_above,
+    check_sequence,
+)
 from attention_lab.masks import check_mask
+from attention_lab.positional import ROTARY_LAYOUTS, rotary_embedding
 
 
 def check_attention_inputs(
@@ -214,49 +221,113 @@ class SelfAttention(nn.Module):
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention, batch first, with the same parameters as ``nn.MultiheadAttention``.
+    """Multi-head attention, batch first, with the same parameters as ``nn.MultiheadAttention``,
+    and the grouped-query attention, QK-norm and rotary embeddings of today's language models.
 
-    The input is projected by ``q_proj``, ``k_proj`` and ``v_proj`` (each
-    ``nn.Linear(d_model, d_model)``), split into ``num_heads`` heads of width
-    ``Dh = d_model // num_heads``, attended per head in one batched call to
-    :func:`scaled_dot_product_attention`, merged back and projected by ``out_proj``.
+    The input is projected by ``q_proj``, ``k_proj`` and ``v_proj``, split into heads of width
+    ``head_dim``, attended per head in one batched call to :func:`scaled_dot_product_attention`,
+    merged back and projected by ``out_proj``. With the defaults, each projection is an
+    ``nn.Linear(d_model, d_model)`` and there are ``num_heads`` heads of width
+    ``Dh = d_model // num_heads``, as in "Attention Is All You Need".
+
+    Grouped-query attention (Llama, Qwen, Mistral): keys and values are projected to only
+    ``num_kv_heads`` heads (``k_proj`` and ``v_proj`` are ``nn.Linear(d_model, Hkv * Dh)``),
+    and each is shared by ``num_heads // num_kv_heads`` consecutive query heads: query head
+    ``h`` uses key/value head ``h // (H // Hkv)``, the grouping of ``repeat_interleave`` that
+    ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)`` and
+    ``transformers``' ``repeat_kv`` use. ``num_kv_heads=1`` is multi-query attention. A KV cache
+    then holds ``Hkv`` heads instead of ``H``.
+
+    ``qk_norm=True`` adds ``q_norm`` and ``k_norm``, each an ``nn.RMSNorm(head_dim)``, applied to
+    every head's queries and keys before the rotation (Qwen3). ``rope`` rotates the queries and
+    keys of every head with :func:`~attention_lab.positional.rotary_embedding` in the given
+    layout (``"half"`` is Llama's and Qwen's; ``"interleaved"`` the RoFormer paper's).
 
     Args:
-        d_model: Model width ``D``, a positive int divisible by ``num_heads``.
-        num_heads: Number of heads ``H``, a positive int.
+        d_model: Model width ``D``, a positive int; divisible by ``num_heads`` unless
+            ``head_dim`` is given.
+        num_heads: Number of query heads ``H``, a positive int.
+        num_kv_heads: Number of key/value heads ``Hkv``, a positive int dividing ``num_heads``;
+            ``None`` means ``num_heads`` (multi-head attention).
+        head_dim: Width ``Dh`` of every head, a positive int; ``None`` means
+            ``d_model // num_heads``. Qwen3's heads, for example, are wider than that.
+        qk_norm: Whether to RMS-normalise each head's queries and keys.
+        rope: ``None`` (no rotary embedding), ``"half"`` or ``"interleaved"``.
+        rope_base: The rotary embedding's ``base`` (``rope_theta`` in ``transformers``).
+        norm_eps: The ``eps`` of the two RMSNorms.
         bias: Whether the four projections have a bias.
         dropout: Dropout probability on the attention weights in training mode, in ``[0, 1)``.
 
     Raises:
         TypeError: If an argument has the wrong type.
-        ValueError: If an argument is out of range or ``d_model`` is not divisible by
-            ``num_heads``.
+        ValueError: If an argument is out of range, ``d_model`` is not divisible by
+            ``num_heads`` (without ``head_dim``), ``num_heads`` not by ``num_kv_heads``, or
+            ``rope`` is set with an odd ``head_dim``.
 
     Example:
         >>> attend = MultiHeadAttention(d_model=8, num_heads=2)
         >>> output, weights = attend(torch.randn(3, 5, 8))
         >>> output.shape, weights.shape
         (torch.Size([3, 5, 8]), torch.Size([3, 2, 5, 5]))
+        >>> gqa = MultiHeadAttention(d_model=8, num_heads=4, num_kv_heads=2, rope="half")
+        >>> gqa.k_proj, gqa(torch.randn(3, 5, 8))[1].shape
+        (Linear(in_features=8, out_features=4, bias=True), torch.Size([3, 4, 5, 5]))
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, *, bias: bool = True, dropout: float = 0.0
+        self,
+        d_model: int,
+        num_heads: int,
+        *,
+        num_kv_heads: int | None = None,
+        head_dim: int | None = None,
+        qk_norm: bool = False,
+        rope: str | None = None,
+        rope_base: float = 10000.0,
+        norm_eps: float = 1e-6,
+        bias: bool = True,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
         check_int(d_model, "d_model")
         check_int(num_heads, "num_heads")
-        if d_model % num_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        if head_dim is None:
+            if d_model % num_heads != 0:
+                raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+            head_dim = d_model // num_heads
+        check_int(head_dim, "head_dim")
+        if num_kv_heads is None:
+            num_kv_heads = num_heads
+        check_int(num_kv_heads, "num_kv_heads")
+        if num_heads % num_kv_heads != 0:
+            raise ValueError(
+                f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each "
+                "key/value head must serve the same number of query heads"
+            )
+        check_bool(qk_norm, "qk_norm")
+        if rope is not None and rope not in ROTARY_LAYOUTS:
+            raise ValueError(f"rope must be None, 'half' or 'interleaved', got {rope!r}")
+        if rope is not None and head_dim % 2:
+            raise ValueError(
+                f"rope rotates feature pairs and needs an even head_dim, got {head_dim}"
+            )
+        check_real_above(rope_base, "rope_base", 1)
+        check_real_above(norm_eps, "norm_eps", 0)
         check_bool(bias, "bias")
         check_probability(dropout, "dropout")
         self.d_model = d_model
         self.num_heads = num_heads
-        self.head_dim = d_model // num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.rope = rope
+        self.rope_base = float(rope_base)
         self.dropout = float(dropout)
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.q_proj = nn.Linear(d_model, num_heads * head_dim, bias=bias)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=bias)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=bias)
+        self.out_proj = nn.Linear(num_heads * head_dim, d_model, bias=bias)
+        self.q_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
+        self.k_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
 
     def forward(
         self,
@@ -264,6 +335,8 @@ class MultiHeadAttention(nn.Module):
         key: torch.Tensor | None = None,
         value: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend from ``query`` to ``key``/``value``; self-attention if they are omitted.
 
@@ -274,6 +347,9 @@ class MultiHeadAttention(nn.Module):
             mask: Optional, dtype ``torch.bool``, broadcastable to ``[B, H, Tq, Tk]``: ``True``
                 where a query may attend to a key, e.g. ``causal_mask(T)`` (``[T, T]``) or
                 ``padding_mask(token_ids)`` (``[B, 1, 1, Tk]``).
+            positions: Only with ``rope``: shape ``[Tq]``, an integer dtype, the positions of
+                the queries (and of the keys, in self-attention). Defaults to ``0 .. Tq - 1``;
+                keys given separately are at ``0 .. Tk - 1``.
 
         Returns:
             A pair ``(output, weights)``: ``output`` of shape ``[B, Tq, D]`` and ``weights`` of
@@ -281,26 +357,105 @@ class MultiHeadAttention(nn.Module):
             query whose keys are all blocked gets weights 0 and the output ``out_proj(0)``.
 
         Raises:
-            TypeError: If an input is not a floating tensor or ``mask`` is not a bool tensor.
-            ValueError: If the shapes do not match ``[B, Tq, D]``, ``[B, Tk, D]`` and
-                ``[B, H, Tq, Tk]``.
+            TypeError: If an input is not a floating tensor, ``mask`` is not a bool tensor or
+                ``positions`` not an integer tensor.
+            ValueError: If the shapes do not match ``[B, Tq, D]``, ``[B, Tk, D]``,
+                ``[B, H, Tq, Tk]`` and ``[Tq]``, or ``positions`` is given without ``rope``.
         """
+        q, k, v = self.project(query, key, value, positions=positions)
+        return self.attend(q, k, v, mask)  # [B, Tq, D], [B, H, Tq, Tk]
+
+    def project(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The per-head queries, keys and values: projected, split, normalised and rotated.
+
+        The first half of :meth:`forward`; :func:`attention_lab.efficient.decode_step` calls it
+        on new tokens, stores their keys and values in a cache, then calls :meth:`attend`.
+
+        Args:
+            query: Shape ``[B, Tq, D]``, floating dtype of the module's parameters.
+            key: Shape ``[B, Tk, D]``; defaults to ``query``.
+            value: Shape ``[B, Tk, D]``; defaults to ``key``.
+            positions: As in :meth:`forward`.
+
+        Returns:
+            A triple ``(q, k, v)`` of shapes ``[B, H, Tq, Dh]``, ``[B, Hkv, Tk, Dh]`` and
+            ``[B, Hkv, Tk, Dh]``.
+
+        Raises:
+            TypeError: As :meth:`forward`.
+            ValueError: As :meth:`forward`.
+        """
+        self_attention = key is None
         key = query if key is None else key
         value = key if value is None else value
         self._check_inputs(query, key, value)
+        if positions is not None and self.rope is None:
+            raise ValueError("positions is given, but the module has no rotary embedding (rope)")
         q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
-        k = self._split_heads(self.k_proj(key))  # [B, H, Tk, Dh]
-        v = self._split_heads(self.v_proj(value))  # [B, H, Tk, Dh]
+        k = self._split_heads(self.k_proj(key), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
+        v = self._split_heads(self.v_proj(value), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)  # over Dh, per head and position
+        if self.rope is not None:
+            key_positions = positions if self_attention else None  # None: 0 .. Tk - 1
+            q = rotary_embedding(q, positions, base=self.rope_base, layout=self.rope)
+            k = rotary_embedding(k, key_positions, base=self.rope_base, layout=self.rope)
+        return q, k, v
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attention of every query head to its group's key/value head, merged and projected.
+
+        The second half of :meth:`forward`. Each key/value head is repeated for the
+        ``H // Hkv`` query heads of its group (``repeat_interleave``: query head ``h`` reads
+        key/value head ``h // (H // Hkv)``).
+
+        Args:
+            q: Shape ``[B, H, Tq, Dh]``, as :meth:`project` returns.
+            k: Shape ``[B, Hkv, Tk, Dh]``, e.g. every key a cache holds.
+            v: Shape ``[B, Hkv, Tk, Dh]``.
+            mask: As in :meth:`forward`.
+
+        Returns:
+            A pair ``(output, weights)`` as :meth:`forward` returns.
+
+        Raises:
+            ValueError: If ``k`` or ``v`` does not have ``Hkv`` heads, or ``mask`` does not
+                broadcast to ``[B, H, Tq, Tk]``.
+        """
+        for name, tensor in (("k", k), ("v", v)):
+            if tensor.ndim != 4 or tensor.shape[1] != self.num_kv_heads:
+                raise ValueError(
+                    f"{name} must have shape [B, Hkv, Tk, Dh] with Hkv={self.num_kv_heads}, "
+                    f"got {list(tensor.shape)}"
+                )
+        group = self.num_heads // self.num_kv_heads
+        if group > 1:
+            k = k.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
+            v = v.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
         dropout_p = self.dropout if self.training else 0.0
         output, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
         batch, _, query_len, _ = output.shape
         output = output.transpose(1, 2)  # [B, Tq, H, Dh]
-        output = output.reshape(batch, query_len, self.d_model)  # [B, Tq, D]
+        output = output.reshape(batch, query_len, self.num_heads * self.head_dim)  # [B, Tq, H*Dh]
         return self.out_proj(output), weights
 
-    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+    def _split_heads(self, x: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
         batch, seq_len, _ = x.shape
-        x = x.view(batch, seq_len, self.num_heads, self.head_dim)  # [B, T, H, Dh]
+        num_heads = self.num_heads if num_heads is None else num_heads
+        x = x.view(batch, seq_len, num_heads, self.head_dim)  # [B, T, H, Dh]
         return x.transpose(1, 2)  # [B, H, T, Dh]
 
     def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
