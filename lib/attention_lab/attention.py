@@ -528,3 +528,84 @@ class MultiHeadAttention(nn.Module):
                     projection.bias.copy_(part)
                 attention.out_proj.bias.copy_(out_bias)
         return attention.train(module.training)
+
+    @classmethod
+    def from_hf(cls, module: nn.Module) -> "MultiHeadAttention":
+        """Build a ``MultiHeadAttention`` with the weights of a Llama- or Qwen3-style attention.
+
+        ``module`` is the attention layer of a ``transformers`` model such as ``LlamaAttention``,
+        ``Qwen3Attention`` or ``MistralAttention``: separate ``q_proj``, ``k_proj``, ``v_proj``
+        and ``o_proj``, grouped-query attention, the default rotary embedding in the ``"half"``
+        layout, and, for Qwen3, the RMSNorms ``q_norm`` and ``k_norm``. The result computes the
+        same output and weights as ``module`` run with the eager attention implementation, the
+        cos/sin of the model's rotary embedding and the same mask (transformers' float mask,
+        0 where allowed). It has the same dtype, device, dropout and training mode.
+        transformers is not imported: the module is read by its attributes. A sliding window is
+        not copied: transformers builds it into the mask (see
+        :func:`attention_lab.masks.sliding_window_mask`).
+
+        Args:
+            module: The attention layer to copy.
+
+        Returns:
+            A new ``MultiHeadAttention`` holding copies of the weights, with ``rope="half"``.
+
+        Raises:
+            TypeError: If ``module`` lacks the attributes of such an attention layer.
+            ValueError: If it uses a feature this class cannot represent: a scaled or partial
+                rotary embedding, a scale other than ``1 / sqrt(Dh)``, or a bias on some
+                projections only.
+        """
+        names = ("q_proj", "k_proj", "v_proj", "o_proj", "config", "head_dim")
+        missing = [name for name in names if not hasattr(module, name)]
+        if not isinstance(module, nn.Module) or missing:
+            raise TypeError(
+                "module must be a transformers attention layer like LlamaAttention or "
+                f"Qwen3Attention, got {type(module).__name__} without {missing}"
+            )
+        config, head_dim = module.config, module.head_dim
+        rope = getattr(config, "rope_parameters", None) or {
+            "rope_type": "default",
+            "rope_theta": getattr(config, "rope_theta", 10000.0),
+        }
+        if rope.get("rope_type", "default") != "default":
+            raise ValueError(
+                f"module's rotary embedding has rope_type={rope['rope_type']!r}; "
+                "MultiHeadAttention has only the default one"
+            )
+        if getattr(config, "partial_rotary_factor", 1.0) != 1.0:
+            raise ValueError("module rotates only part of each head (partial_rotary_factor)")
+        if not math.isclose(getattr(module, "scaling", head_dim**-0.5), head_dim**-0.5):
+            raise ValueError(f"module scales scores by {module.scaling}, not 1/sqrt({head_dim})")
+        projections = (module.q_proj, module.k_proj, module.v_proj, module.o_proj)
+        biases = {projection.bias is not None for projection in projections}
+        if len(biases) != 1:
+            raise ValueError(
+                "module has a bias on some projections but not all; MultiHeadAttention needs "
+                "all or none"
+            )
+        q_norm = getattr(module, "q_norm", None)
+        attention = cls(
+            module.q_proj.in_features,
+            module.q_proj.out_features // head_dim,
+            num_kv_heads=module.k_proj.out_features // head_dim,
+            head_dim=head_dim,
+            qk_norm=q_norm is not None,
+            rope="half",
+            rope_base=float(rope["rope_theta"]),
+            norm_eps=float(getattr(q_norm, "variance_epsilon", 1e-6)),
+            bias=biases.pop(),
+            dropout=float(getattr(config, "attention_dropout", 0.0)),
+        )
+        weight = module.q_proj.weight
+        attention.to(device=weight.device, dtype=weight.dtype)
+        ours = (attention.q_proj, attention.k_proj, attention.v_proj, attention.out_proj)
+        pairs = list(zip(ours, projections, strict=True))
+        if q_norm is not None:
+            pairs += [(attention.q_norm, q_norm), (attention.k_norm, module.k_norm)]
+        with torch.no_grad():
+            for mine, theirs in pairs:
+                mine.weight.copy_(theirs.weight)
+                if getattr(theirs, "bias", None) is not None:
+                    mine.bias.copy_(theirs.bias)
+        return attention.train(module.training)
