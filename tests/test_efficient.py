@@ -393,7 +393,7 @@ def test_decode_step_rejects_bad_input():
     with pytest.raises(ValueError, match=r"x must have shape \[B, T, 16\]"):
         decode_step(attention, torch.zeros(1, 1, 8), cache)
     wrong_heads = KVCache(batch_size=1, num_heads=2, head_dim=8, max_len=4)
-    with pytest.raises(ValueError, match=r"cache holds \[B, H, Dh\]"):
+    with pytest.raises(ValueError, match=r"cache holds \[B, Hkv, Dh\]"):
         decode_step(attention, torch.zeros(1, 1, 16), wrong_heads)
 
 

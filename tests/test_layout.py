@@ -27,7 +27,7 @@ CORE = {
     "_validation": set(),
     "masks": {"_validation"},
     "positional": {"_validation"},
-    "attention": {"_validation", "masks"},
+    "attention": {"_validation", "masks", "positional"},
     "layers": {"_validation", "attention", "positional"},
     "efficient": {"_validation", "attention", "masks"},
     "training": {"_validation", "layers", "masks"},

@@ -1,12 +1,26 @@
 """Tests for attention_lab.masks: one polarity, True = may attend."""
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
 from torch import nn
+from torch.nn.attention.flex_attention import create_block_mask, create_mask, flex_attention
 
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
-from attention_lab.masks import causal_mask, check_mask, combine_masks, padding_mask
+from attention_lab.masks import (
+    causal_mask,
+    check_mask,
+    combine_masks,
+    document_mask,
+    from_mask_mod,
+    padding_mask,
+    prefix_lm_mask,
+    sliding_window_mask,
+)
 
 
 @pytest.mark.parametrize("size", [0, 1, 2, 5, 17])
@@ -232,3 +246,199 @@ def test_combined_masks_on_a_half_precision_batch(dtype):
     rounded = [tensor.to(dtype).float() for tensor in (query, key, value)]
     expected = F.scaled_dot_product_attention(*rounded, attn_mask=mask)
     torch.testing.assert_close(output[~empty].float(), expected[~empty], **tolerance)
+
+
+# --- masks as functions: each helper against FlexAttention's create_mask and flex_attention ---
+
+
+def causal_mod(b, h, q_idx, kv_idx):
+    return kv_idx <= q_idx
+
+
+def window_mod(window):
+    # transformers' sliding_window_overlay and'ed with its causal_mask_function.
+    return lambda b, h, q_idx, kv_idx: (kv_idx > q_idx - window) & (kv_idx <= q_idx)
+
+
+def document_mod(document_ids):  # document_ids: [B, T]
+    return lambda b, h, q_idx, kv_idx: (
+        (document_ids[b, q_idx] == document_ids[b, kv_idx]) & (kv_idx <= q_idx)
+    )
+
+
+def prefix_mod(prefix_len):
+    return lambda b, h, q_idx, kv_idx: (kv_idx < prefix_len) | (kv_idx <= q_idx)
+
+
+def flex_mask(mask_mod, batch, heads, q_len, kv_len):
+    return create_mask(mask_mod, batch, heads, q_len, kv_len, device="cpu")  # [B, H, Tq, Tk]
+
+
+def flex_output(mask_mod, query, key, value):
+    """flex_attention run eagerly on the CPU (its warning about running without
+    torch.compile is expected here: the reference is the unfused implementation)."""
+    batch, heads, q_len, _ = query.shape
+    block_mask = create_block_mask(mask_mod, batch, heads, q_len, key.shape[-2], device="cpu")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "flex_attention called without torch.compile")
+        return flex_attention(query, key, value, block_mask=block_mask)
+
+
+DOCUMENT_IDS = torch.tensor([[0, 0, 0, 1, 1, 2, 2, 2, 2], [0, 1, 1, 1, 1, 1, 3, 3, 0]])
+
+
+def helper_and_mod(name, size):
+    """A mask helper's result, broadcast to [B, H, T, T], and the mask_mod it implements."""
+    if name == "causal":
+        return causal_mask(size), causal_mod
+    if name == "sliding_window":
+        return sliding_window_mask(size, 3), window_mod(3)
+    if name == "document":
+        ids = DOCUMENT_IDS[:, :size]
+        return document_mask(ids), document_mod(ids)
+    return prefix_lm_mask(size, 4), prefix_mod(4)
+
+
+HELPERS = ["causal", "sliding_window", "document", "prefix_lm"]
+
+
+@pytest.mark.parametrize("name", HELPERS)
+@pytest.mark.parametrize("size", [1, 4, 9])
+def test_mask_helpers_match_flex_create_mask(name, size):
+    mask, mask_mod = helper_and_mod(name, size)
+    expected = flex_mask(mask_mod, 2, 3, size, size)
+    assert mask.dtype == torch.bool
+    assert torch.equal(mask.expand(2, 3, size, size), expected)
+    assert torch.equal(from_mask_mod(mask_mod, size, size, batch=2, heads=3), expected)
+
+
+@pytest.mark.parametrize("name", HELPERS)
+def test_attention_with_mask_helpers_matches_flex_attention(name):
+    mask, mask_mod = helper_and_mod(name, 9)
+    query, key, value = random_qkv((2, 3, 9, 8), (2, 3, 9, 8), (2, 3, 9, 8))
+    output, weights = scaled_dot_product_attention(query, key, value, mask)
+    torch.testing.assert_close(output, flex_output(mask_mod, query, key, value))
+    assert torch.equal(weights > 0, mask.expand_as(weights))  # exactly the allowed keys
+
+
+def random_qkv(*shapes):
+    generator = torch.Generator().manual_seed(0)
+    return [torch.randn(shape, generator=generator) for shape in shapes]
+
+
+def test_from_mask_mod_places_queries_last_and_q_offset_zero_is_flex_top_left():
+    # 3 new queries against 7 keys (4 cached): bottom-right, as a KV cache needs.
+    assert torch.equal(from_mask_mod(causal_mod, 3, 7), causal_mask(7)[-3:])
+    # FlexAttention's create_mask (like is_causal=True) calls row i with q_idx = i: top-left.
+    top_left = flex_mask(causal_mod, 1, 1, 3, 7)[0, 0]
+    assert torch.equal(from_mask_mod(causal_mod, 3, 7, q_offset=0), top_left)
+    assert not torch.equal(top_left, causal_mask(7)[-3:])
+    shifted = flex_mask(lambda b, h, q, kv: causal_mod(b, h, q + 4, kv), 1, 1, 3, 7)[0, 0]
+    assert torch.equal(from_mask_mod(causal_mod, 3, 7), shifted)
+
+
+def test_from_mask_mod_shapes_and_per_head_masks():
+    per_head = lambda b, h, q_idx, kv_idx: kv_idx <= q_idx - h  # noqa: E731
+    mask = from_mask_mod(per_head, 4, 4, heads=2)
+    assert mask.shape == (1, 2, 4, 4)
+    assert torch.equal(mask, flex_mask(per_head, 1, 2, 4, 4))
+    assert from_mask_mod(causal_mod, 4, 4, batch=3).shape == (3, 1, 4, 4)
+    assert from_mask_mod(causal_mod, 0, 0).shape == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: from_mask_mod("causal", 2, 2), TypeError, "mask_mod must be callable"),
+        (lambda: from_mask_mod(lambda b, h, q, kv: True, 2, 2), TypeError, "torch.bool"),
+        (lambda: from_mask_mod(lambda b, h, q, kv: (kv - q).float(), 2, 2), TypeError, "float"),
+        (lambda: from_mask_mod(causal_mod, 3, 2), ValueError, "q_offset"),
+        (lambda: from_mask_mod(causal_mod, -1, 2), ValueError, "q_len"),
+        (lambda: from_mask_mod(causal_mod, 2, 2, heads=0), ValueError, "heads"),
+        (
+            lambda: from_mask_mod(lambda b, h, q, kv: torch.ones(5, dtype=torch.bool), 2, 2),
+            ValueError,
+            "broadcast",
+        ),
+        (lambda: sliding_window_mask(4, 0), ValueError, "window"),
+        (lambda: sliding_window_mask(4.0, 2), TypeError, "size"),
+        (lambda: prefix_lm_mask(4, -1), ValueError, "prefix_len"),
+        (lambda: document_mask(torch.zeros(3)), TypeError, "document_ids"),
+        (lambda: document_mask([0, 1]), TypeError, "document_ids"),
+        (lambda: document_mask(torch.zeros(1, 1, 3, dtype=torch.long)), ValueError, r"\[T\]"),
+    ],
+)
+def test_function_mask_bad_inputs_raise_naming_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_sliding_window_matches_transformers_mistral_masks():
+    from transformers import MistralConfig
+    from transformers.masking_utils import create_sliding_window_causal_mask
+
+    config = MistralConfig(
+        hidden_size=16,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        num_hidden_layers=1,
+        intermediate_size=32,
+        vocab_size=8,
+        sliding_window=3,
+    )
+    embeds = torch.zeros(2, 9, 16)  # [B, T, D]: only its shape is read
+    positions = torch.arange(9).expand(2, -1)
+    for implementation in ("sdpa", "eager"):
+        config._attn_implementation = implementation
+        theirs = create_sliding_window_causal_mask(
+            config, embeds, None, None, position_ids=positions, allow_is_causal_skip=False
+        )
+        allowed = theirs if theirs.dtype == torch.bool else theirs == 0  # eager: additive
+        assert torch.equal(allowed, sliding_window_mask(9, 3).expand(2, 1, 9, 9)), implementation
+
+
+@pytest.mark.parametrize(("q_len", "kv_len"), [(5, 5), (2, 6), (1, 6)])
+def test_is_causal_is_top_left_and_the_library_bottom_right(q_len, kv_len):
+    query, key, value = random_qkv((2, 3, q_len, 8), (2, 3, kv_len, 8), (2, 3, kv_len, 8))
+    fused = F.scaled_dot_product_attention(query, key, value, is_causal=True)
+    top_left, _ = scaled_dot_product_attention(
+        query, key, value, from_mask_mod(causal_mod, q_len, kv_len, q_offset=0)
+    )
+    bottom_right, _ = scaled_dot_product_attention(query, key, value, causal_mask(kv_len)[-q_len:])
+    torch.testing.assert_close(fused, top_left)
+    if q_len == kv_len:
+        torch.testing.assert_close(fused, bottom_right)
+    else:  # the KV-cache trap: is_causal hides the cached keys the new queries may see
+        assert not torch.allclose(fused, bottom_right)
+
+
+@given(size=st.integers(0, 12), window=st.integers(1, 14))
+def test_sliding_window_rows_hold_the_last_window_positions(size, window):
+    mask = sliding_window_mask(size, window)
+    assert torch.equal(mask, from_mask_mod(window_mod(window), size, size))
+    assert torch.equal(mask.sum(-1), torch.arange(size).clamp(max=window - 1) + 1)
+    assert torch.equal(mask & causal_mask(size), mask)
+    if window >= size:
+        assert torch.equal(mask, causal_mask(size))
+
+
+@given(ids=st.lists(st.integers(0, 3), min_size=0, max_size=12))
+def test_document_mask_is_causal_within_and_blocks_across_documents(ids):
+    document_ids = torch.tensor(ids, dtype=torch.long)
+    mask = document_mask(document_ids)
+    size = len(ids)
+    same = document_ids[:, None] == document_ids[None, :]
+    assert torch.equal(mask, same & causal_mask(size))
+    assert torch.equal(document_mask(document_ids[None])[0, 0], mask)
+    assert mask.diagonal().all()  # every position sees itself: no empty rows
+    assert torch.equal(document_mask(torch.zeros(size, dtype=torch.long)), causal_mask(size))
+
+
+@given(size=st.integers(0, 12), prefix_len=st.integers(0, 14))
+def test_prefix_lm_mask_is_bidirectional_in_the_prefix_and_causal_after(size, prefix_len):
+    mask = prefix_lm_mask(size, prefix_len)
+    prefix = min(size, prefix_len)
+    assert mask[:prefix, :prefix].all()
+    assert torch.equal(mask[prefix:, prefix:], causal_mask(size - prefix))
+    assert not mask[:prefix, prefix:].any()
+    assert torch.equal(mask, from_mask_mod(prefix_mod(prefix_len), size, size))

@@ -288,6 +288,29 @@ def test_rotary_angles_are_accurate_at_large_positions():
     torch.testing.assert_close(rotary_embedding(x, positions), expected, rtol=0, atol=2e-6)
 
 
+@pytest.mark.parametrize("base", [500.0, 10000.0])
+def test_rotary_half_layout_matches_transformers_rotate_half(base):
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    x = random_tensor(2, 3, 7, 16, seed=4, dtype=torch.float64)  # [B, H, T, Dh]
+    positions = torch.tensor([0, 1, 2, 5, 9, 100, 4096])
+    frequency = 1.0 / base ** (torch.arange(0, 16, 2, dtype=torch.float64) / 16)
+    angle = positions.to(torch.float64)[:, None] * frequency  # [T, Dh / 2]
+    angle = torch.cat((angle, angle), dim=-1)[None]  # [1, T, Dh]: transformers' cos/sin layout
+    expected, _ = apply_rotary_pos_emb(x, x, angle.cos(), angle.sin())
+    torch.testing.assert_close(rotary_embedding(x, positions, base=base, layout="half"), expected)
+
+
+def test_rotary_layouts_are_a_permutation_of_features_apart():
+    x = random_tensor(2, 5, 8, seed=5)
+    # Features (2i, 2i + 1) of the interleaved layout are features (i, i + Dh / 2) of the half.
+    to_half = torch.tensor([0, 2, 4, 6, 1, 3, 5, 7])
+    half = rotary_embedding(x[..., to_half], layout="half")
+    torch.testing.assert_close(half, rotary_embedding(x)[..., to_half])
+    with pytest.raises(ValueError, match="layout"):
+        rotary_embedding(x, layout="neox")
+
+
 @pytest.mark.parametrize(
     ("dtype", "atol"), [(torch.float64, 1e-12), (torch.float16, 2e-3), (torch.bfloat16, 2e-2)]
 )

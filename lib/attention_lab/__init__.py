@@ -5,11 +5,14 @@ scaled dot-product and multi-head attention, each checked against PyTorch's own 
 
 Submodules:
 
-- ``attention_lab.masks``: boolean attention masks (causal, padding) and how to combine them.
+- ``attention_lab.masks``: boolean attention masks (causal, padding, sliding window, packed
+  documents, prefix-LM), masks written as FlexAttention-style functions, and how to combine
+  them.
 - ``attention_lab.positional``: the sinusoidal positional encoding (a function and a module),
   learned absolute position embeddings and rotary embeddings (RoPE).
-- ``attention_lab.attention``: scaled dot-product attention, one-head self-attention and
-  multi-head attention.
+- ``attention_lab.attention``: scaled dot-product attention, one-head self-attention,
+  multi-head attention (with grouped-query attention, QK-norm and RoPE, as in Llama and Qwen3)
+  and DeepSeek's multi-head latent attention.
 - ``attention_lab.layers``: the Transformer block: feed-forward network, encoder and decoder
   layers (post-norm or pre-norm), and a small token encoder.
 - ``attention_lab.training``: a token classifier on top of the encoder and a small, seeded

@@ -12,8 +12,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from attention_lab._validation import check_bool, check_int, check_probability, check_sequence
+from attention_lab._validation import (
+    check_bool,
+    check_int,
+    check_probability,
+    check_real_above,
+    check_sequence,
+)
 from attention_lab.masks import check_mask
+from attention_lab.positional import ROTARY_LAYOUTS, rotary_embedding
 
 
 def check_attention_inputs(
@@ -214,49 +221,113 @@ class SelfAttention(nn.Module):
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention, batch first, with the same parameters as ``nn.MultiheadAttention``.
+    """Multi-head attention, batch first, with the same parameters as ``nn.MultiheadAttention``,
+    and the grouped-query attention, QK-norm and rotary embeddings of today's language models.
 
-    The input is projected by ``q_proj``, ``k_proj`` and ``v_proj`` (each
-    ``nn.Linear(d_model, d_model)``), split into ``num_heads`` heads of width
-    ``Dh = d_model // num_heads``, attended per head in one batched call to
-    :func:`scaled_dot_product_attention`, merged back and projected by ``out_proj``.
+    The input is projected by ``q_proj``, ``k_proj`` and ``v_proj``, split into heads of width
+    ``head_dim``, attended per head in one batched call to :func:`scaled_dot_product_attention`,
+    merged back and projected by ``out_proj``. With the defaults, each projection is an
+    ``nn.Linear(d_model, d_model)`` and there are ``num_heads`` heads of width
+    ``Dh = d_model // num_heads``, as in "Attention Is All You Need".
+
+    Grouped-query attention (Llama, Qwen, Mistral): keys and values are projected to only
+    ``num_kv_heads`` heads (``k_proj`` and ``v_proj`` are ``nn.Linear(d_model, Hkv * Dh)``),
+    and each is shared by ``num_heads // num_kv_heads`` consecutive query heads: query head
+    ``h`` uses key/value head ``h // (H // Hkv)``, the grouping of ``repeat_interleave`` that
+    ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)`` and
+    ``transformers``' ``repeat_kv`` use. ``num_kv_heads=1`` is multi-query attention. A KV cache
+    then holds ``Hkv`` heads instead of ``H``.
+
+    ``qk_norm=True`` adds ``q_norm`` and ``k_norm``, each an ``nn.RMSNorm(head_dim)``, applied to
+    every head's queries and keys before the rotation (Qwen3). ``rope`` rotates the queries and
+    keys of every head with :func:`~attention_lab.positional.rotary_embedding` in the given
+    layout (``"half"`` is Llama's and Qwen's; ``"interleaved"`` the RoFormer paper's).
 
     Args:
-        d_model: Model width ``D``, a positive int divisible by ``num_heads``.
-        num_heads: Number of heads ``H``, a positive int.
+        d_model: Model width ``D``, a positive int; divisible by ``num_heads`` unless
+            ``head_dim`` is given.
+        num_heads: Number of query heads ``H``, a positive int.
+        num_kv_heads: Number of key/value heads ``Hkv``, a positive int dividing ``num_heads``;
+            ``None`` means ``num_heads`` (multi-head attention).
+        head_dim: Width ``Dh`` of every head, a positive int; ``None`` means
+            ``d_model // num_heads``. Qwen3's heads, for example, are wider than that.
+        qk_norm: Whether to RMS-normalise each head's queries and keys.
+        rope: ``None`` (no rotary embedding), ``"half"`` or ``"interleaved"``.
+        rope_base: The rotary embedding's ``base`` (``rope_theta`` in ``transformers``).
+        norm_eps: The ``eps`` of the two RMSNorms.
         bias: Whether the four projections have a bias.
         dropout: Dropout probability on the attention weights in training mode, in ``[0, 1)``.
 
     Raises:
         TypeError: If an argument has the wrong type.
-        ValueError: If an argument is out of range or ``d_model`` is not divisible by
-            ``num_heads``.
+        ValueError: If an argument is out of range, ``d_model`` is not divisible by
+            ``num_heads`` (without ``head_dim``), ``num_heads`` not by ``num_kv_heads``, or
+            ``rope`` is set with an odd ``head_dim``.
 
     Example:
         >>> attend = MultiHeadAttention(d_model=8, num_heads=2)
         >>> output, weights = attend(torch.randn(3, 5, 8))
         >>> output.shape, weights.shape
         (torch.Size([3, 5, 8]), torch.Size([3, 2, 5, 5]))
+        >>> gqa = MultiHeadAttention(d_model=8, num_heads=4, num_kv_heads=2, rope="half")
+        >>> gqa.k_proj, gqa(torch.randn(3, 5, 8))[1].shape
+        (Linear(in_features=8, out_features=4, bias=True), torch.Size([3, 4, 5, 5]))
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, *, bias: bool = True, dropout: float = 0.0
+        self,
+        d_model: int,
+        num_heads: int,
+        *,
+        num_kv_heads: int | None = None,
+        head_dim: int | None = None,
+        qk_norm: bool = False,
+        rope: str | None = None,
+        rope_base: float = 10000.0,
+        norm_eps: float = 1e-6,
+        bias: bool = True,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
         check_int(d_model, "d_model")
         check_int(num_heads, "num_heads")
-        if d_model % num_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        if head_dim is None:
+            if d_model % num_heads != 0:
+                raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+            head_dim = d_model // num_heads
+        check_int(head_dim, "head_dim")
+        if num_kv_heads is None:
+            num_kv_heads = num_heads
+        check_int(num_kv_heads, "num_kv_heads")
+        if num_heads % num_kv_heads != 0:
+            raise ValueError(
+                f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each "
+                "key/value head must serve the same number of query heads"
+            )
+        check_bool(qk_norm, "qk_norm")
+        if rope is not None and rope not in ROTARY_LAYOUTS:
+            raise ValueError(f"rope must be None, 'half' or 'interleaved', got {rope!r}")
+        if rope is not None and head_dim % 2:
+            raise ValueError(
+                f"rope rotates feature pairs and needs an even head_dim, got {head_dim}"
+            )
+        check_real_above(rope_base, "rope_base", 1)
+        check_real_above(norm_eps, "norm_eps", 0)
         check_bool(bias, "bias")
         check_probability(dropout, "dropout")
         self.d_model = d_model
         self.num_heads = num_heads
-        self.head_dim = d_model // num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.rope = rope
+        self.rope_base = float(rope_base)
         self.dropout = float(dropout)
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.q_proj = nn.Linear(d_model, num_heads * head_dim, bias=bias)
+        self.k_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=bias)
+        self.v_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=bias)
+        self.out_proj = nn.Linear(num_heads * head_dim, d_model, bias=bias)
+        self.q_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
+        self.k_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
 
     def forward(
         self,
@@ -264,6 +335,8 @@ class MultiHeadAttention(nn.Module):
         key: torch.Tensor | None = None,
         value: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Attend from ``query`` to ``key``/``value``; self-attention if they are omitted.
 
@@ -274,6 +347,9 @@ class MultiHeadAttention(nn.Module):
             mask: Optional, dtype ``torch.bool``, broadcastable to ``[B, H, Tq, Tk]``: ``True``
                 where a query may attend to a key, e.g. ``causal_mask(T)`` (``[T, T]``) or
                 ``padding_mask(token_ids)`` (``[B, 1, 1, Tk]``).
+            positions: Only with ``rope``: shape ``[Tq]``, an integer dtype, the positions of
+                the queries (and of the keys, in self-attention). Defaults to ``0 .. Tq - 1``;
+                keys given separately are at ``0 .. Tk - 1``.
 
         Returns:
             A pair ``(output, weights)``: ``output`` of shape ``[B, Tq, D]`` and ``weights`` of
@@ -281,26 +357,105 @@ class MultiHeadAttention(nn.Module):
             query whose keys are all blocked gets weights 0 and the output ``out_proj(0)``.
 
         Raises:
-            TypeError: If an input is not a floating tensor or ``mask`` is not a bool tensor.
-            ValueError: If the shapes do not match ``[B, Tq, D]``, ``[B, Tk, D]`` and
-                ``[B, H, Tq, Tk]``.
+            TypeError: If an input is not a floating tensor, ``mask`` is not a bool tensor or
+                ``positions`` not an integer tensor.
+            ValueError: If the shapes do not match ``[B, Tq, D]``, ``[B, Tk, D]``,
+                ``[B, H, Tq, Tk]`` and ``[Tq]``, or ``positions`` is given without ``rope``.
         """
+        q, k, v = self.project(query, key, value, positions=positions)
+        return self.attend(q, k, v, mask)  # [B, Tq, D], [B, H, Tq, Tk]
+
+    def project(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        value: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The per-head queries, keys and values: projected, split, normalised and rotated.
+
+        The first half of :meth:`forward`; :func:`attention_lab.efficient.decode_step` calls it
+        on new tokens, stores their keys and values in a cache, then calls :meth:`attend`.
+
+        Args:
+            query: Shape ``[B, Tq, D]``, floating dtype of the module's parameters.
+            key: Shape ``[B, Tk, D]``; defaults to ``query``.
+            value: Shape ``[B, Tk, D]``; defaults to ``key``.
+            positions: As in :meth:`forward`.
+
+        Returns:
+            A triple ``(q, k, v)`` of shapes ``[B, H, Tq, Dh]``, ``[B, Hkv, Tk, Dh]`` and
+            ``[B, Hkv, Tk, Dh]``.
+
+        Raises:
+            TypeError: As :meth:`forward`.
+            ValueError: As :meth:`forward`.
+        """
+        self_attention = key is None
         key = query if key is None else key
         value = key if value is None else value
         self._check_inputs(query, key, value)
+        if positions is not None and self.rope is None:
+            raise ValueError("positions is given, but the module has no rotary embedding (rope)")
         q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
-        k = self._split_heads(self.k_proj(key))  # [B, H, Tk, Dh]
-        v = self._split_heads(self.v_proj(value))  # [B, H, Tk, Dh]
+        k = self._split_heads(self.k_proj(key), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
+        v = self._split_heads(self.v_proj(value), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)  # over Dh, per head and position
+        if self.rope is not None:
+            key_positions = positions if self_attention else None  # None: 0 .. Tk - 1
+            q = rotary_embedding(q, positions, base=self.rope_base, layout=self.rope)
+            k = rotary_embedding(k, key_positions, base=self.rope_base, layout=self.rope)
+        return q, k, v
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Attention of every query head to its group's key/value head, merged and projected.
+
+        The second half of :meth:`forward`. Each key/value head is repeated for the
+        ``H // Hkv`` query heads of its group (``repeat_interleave``: query head ``h`` reads
+        key/value head ``h // (H // Hkv)``).
+
+        Args:
+            q: Shape ``[B, H, Tq, Dh]``, as :meth:`project` returns.
+            k: Shape ``[B, Hkv, Tk, Dh]``, e.g. every key a cache holds.
+            v: Shape ``[B, Hkv, Tk, Dh]``.
+            mask: As in :meth:`forward`.
+
+        Returns:
+            A pair ``(output, weights)`` as :meth:`forward` returns.
+
+        Raises:
+            ValueError: If ``k`` or ``v`` does not have ``Hkv`` heads, or ``mask`` does not
+                broadcast to ``[B, H, Tq, Tk]``.
+        """
+        for name, tensor in (("k", k), ("v", v)):
+            if tensor.ndim != 4 or tensor.shape[1] != self.num_kv_heads:
+                raise ValueError(
+                    f"{name} must have shape [B, Hkv, Tk, Dh] with Hkv={self.num_kv_heads}, "
+                    f"got {list(tensor.shape)}"
+                )
+        group = self.num_heads // self.num_kv_heads
+        if group > 1:
+            k = k.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
+            v = v.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
         dropout_p = self.dropout if self.training else 0.0
         output, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
         batch, _, query_len, _ = output.shape
         output = output.transpose(1, 2)  # [B, Tq, H, Dh]
-        output = output.reshape(batch, query_len, self.d_model)  # [B, Tq, D]
+        output = output.reshape(batch, query_len, self.num_heads * self.head_dim)  # [B, Tq, H*Dh]
         return self.out_proj(output), weights
 
-    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+    def _split_heads(self, x: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
         batch, seq_len, _ = x.shape
-        x = x.view(batch, seq_len, self.num_heads, self.head_dim)  # [B, T, H, Dh]
+        num_heads = self.num_heads if num_heads is None else num_heads
+        x = x.view(batch, seq_len, num_heads, self.head_dim)  # [B, T, H, Dh]
         return x.transpose(1, 2)  # [B, H, T, Dh]
 
     def _check_inputs(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> None:
@@ -372,4 +527,430 @@ class MultiHeadAttention(nn.Module):
                 for projection, part in zip(projections, in_bias.chunk(3), strict=True):
                     projection.bias.copy_(part)
                 attention.out_proj.bias.copy_(out_bias)
+        return attention.train(module.training)
+
+    @classmethod
+    def from_hf(cls, module: nn.Module) -> "MultiHeadAttention":
+        """Build a ``MultiHeadAttention`` with the weights of a Llama- or Qwen3-style attention.
+
+        ``module`` is the attention layer of a ``transformers`` model such as ``LlamaAttention``,
+        ``Qwen3Attention`` or ``MistralAttention``: separate ``q_proj``, ``k_proj``, ``v_proj``
+        and ``o_proj``, grouped-query attention, the default rotary embedding in the ``"half"``
+        layout, and, for Qwen3, the RMSNorms ``q_norm`` and ``k_norm``. The result computes the
+        same output and weights as ``module`` run with the eager attention implementation, the
+        cos/sin of the model's rotary embedding and the same mask (transformers' float mask,
+        0 where allowed). It has the same dtype, device, dropout and training mode.
+        transformers is not imported: the module is read by its attributes. A sliding window is
+        not copied: transformers builds it into the mask (see
+        :func:`attention_lab.masks.sliding_window_mask`).
+
+        Args:
+            module: The attention layer to copy.
+
+        Returns:
+            A new ``MultiHeadAttention`` holding copies of the weights, with ``rope="half"``.
+
+        Raises:
+            TypeError: If ``module`` lacks the attributes of such an attention layer.
+            ValueError: If it uses a feature this class cannot represent: a scaled or partial
+                rotary embedding, a scale other than ``1 / sqrt(Dh)``, or a bias on some
+                projections only.
+        """
+        names = ("q_proj", "k_proj", "v_proj", "o_proj", "config", "head_dim")
+        missing = [name for name in names if not hasattr(module, name)]
+        if not isinstance(module, nn.Module) or missing:
+            raise TypeError(
+                "module must be a transformers attention layer like LlamaAttention or "
+                f"Qwen3Attention, got {type(module).__name__} without {missing}"
+            )
+        config, head_dim = module.config, module.head_dim
+        rope = getattr(config, "rope_parameters", None) or {
+            "rope_type": "default",
+            "rope_theta": getattr(config, "rope_theta", 10000.0),
+        }
+        if rope.get("rope_type", "default") != "default":
+            raise ValueError(
+                f"module's rotary embedding has rope_type={rope['rope_type']!r}; "
+                "MultiHeadAttention has only the default one"
+            )
+        if getattr(config, "partial_rotary_factor", 1.0) != 1.0:
+            raise ValueError("module rotates only part of each head (partial_rotary_factor)")
+        if not math.isclose(getattr(module, "scaling", head_dim**-0.5), head_dim**-0.5):
+            raise ValueError(f"module scales scores by {module.scaling}, not 1/sqrt({head_dim})")
+        projections = (module.q_proj, module.k_proj, module.v_proj, module.o_proj)
+        biases = {projection.bias is not None for projection in projections}
+        if len(biases) != 1:
+            raise ValueError(
+                "module has a bias on some projections but not all; MultiHeadAttention needs "
+                "all or none"
+            )
+        q_norm = getattr(module, "q_norm", None)
+        attention = cls(
+            module.q_proj.in_features,
+            module.q_proj.out_features // head_dim,
+            num_kv_heads=module.k_proj.out_features // head_dim,
+            head_dim=head_dim,
+            qk_norm=q_norm is not None,
+            rope="half",
+            rope_base=float(rope["rope_theta"]),
+            norm_eps=float(getattr(q_norm, "variance_epsilon", 1e-6)),
+            bias=biases.pop(),
+            dropout=float(getattr(config, "attention_dropout", 0.0)),
+        )
+        weight = module.q_proj.weight
+        attention.to(device=weight.device, dtype=weight.dtype)
+        ours = (attention.q_proj, attention.k_proj, attention.v_proj, attention.out_proj)
+        pairs = list(zip(ours, projections, strict=True))
+        if q_norm is not None:
+            pairs += [(attention.q_norm, q_norm), (attention.k_norm, module.k_norm)]
+        with torch.no_grad():
+            for mine, theirs in pairs:
+                mine.weight.copy_(theirs.weight)
+                if getattr(theirs, "bias", None) is not None:
+                    mine.bias.copy_(theirs.bias)
+        return attention.train(module.training)
+
+
+class LatentCache:
+    """What :class:`LatentAttention` caches per position: the latent and the shared RoPE key.
+
+    Multi-head latent attention rebuilds every head's keys and values from one small latent
+    vector per position, so the cache holds ``kv_lora_rank + qk_rope_head_dim`` numbers per
+    position and layer, instead of ``2 * H * Dh`` for multi-head attention. It lives here,
+    beside the module that fills it, not in :mod:`attention_lab.efficient`.
+
+    Args:
+        batch_size: Number of sequences ``B``, a positive int.
+        kv_lora_rank: Width ``R`` of the latent, a positive int.
+        rope_dim: Width ``Dr`` of the RoPE key, a positive int.
+        max_len: The most positions the cache can hold, a positive int.
+        dtype: Floating dtype of the stored tensors.
+        device: Device of the stored tensors.
+
+    Attributes:
+        latents: Shape ``[B, max_len, R]``; the first ``len(cache)`` positions are filled.
+        rope_keys: Shape ``[B, max_len, Dr]``, the rotated keys shared by every head.
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If a size is not positive.
+
+    Example:
+        >>> cache = LatentCache(batch_size=1, kv_lora_rank=8, rope_dim=4, max_len=16)
+        >>> cache.numbers_per_position
+        12
+    """
+
+    def __init__(
+        self,
+        batch_size: int,
+        kv_lora_rank: int,
+        rope_dim: int,
+        max_len: int,
+        *,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str | None = None,
+    ) -> None:
+        for value, name in (
+            (batch_size, "batch_size"),
+            (kv_lora_rank, "kv_lora_rank"),
+            (rope_dim, "rope_dim"),
+            (max_len, "max_len"),
+        ):
+            check_int(value, name)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        self.latents = torch.zeros(batch_size, max_len, kv_lora_rank, dtype=dtype, device=device)
+        self.rope_keys = torch.zeros(batch_size, max_len, rope_dim, dtype=dtype, device=device)
+        self._length = 0
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def numbers_per_position(self) -> int:
+        """The count of numbers stored per position and sequence, ``R + Dr``."""
+        return self.latents.shape[-1] + self.rope_keys.shape[-1]
+
+    def append(
+        self, latent: torch.Tensor, rope_key: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store ``Tn`` new positions after those held; return views of every position held.
+
+        Args:
+            latent: Shape ``[B, Tn, R]``, the cache's dtype.
+            rope_key: Shape ``[B, Tn, Dr]``, the cache's dtype.
+
+        Returns:
+            A pair ``(latents, rope_keys)`` of shapes ``[B, len(cache), R]`` and
+            ``[B, len(cache), Dr]``.
+
+        Raises:
+            ValueError: If a shape or dtype does not match, or the cache would overflow.
+        """
+        new_len = latent.shape[1]
+        for name, tensor, store in (
+            ("latent", latent, self.latents),
+            ("rope_key", rope_key, self.rope_keys),
+        ):
+            expected = (store.shape[0], new_len, store.shape[2])
+            if tensor.shape != expected or tensor.dtype != store.dtype:
+                raise ValueError(
+                    f"{name} must have shape {list(expected)} and dtype {store.dtype}, got "
+                    f"{list(tensor.shape)} and {tensor.dtype}"
+                )
+        end = self._length + new_len
+        if end > self.latents.shape[1]:
+            raise ValueError(
+                f"the cache holds {self._length} of max_len={self.latents.shape[1]} positions "
+                f"and cannot take {new_len} more"
+            )
+        self.latents[:, self._length : end] = latent
+        self.rope_keys[:, self._length : end] = rope_key
+        self._length = end
+        return self.latents[:, :end], self.rope_keys[:, :end]  # [B, L, R], [B, L, Dr]
+
+
+class LatentAttention(nn.Module):
+    """Multi-head latent attention (MLA) of DeepSeek-V2 and V3, with its decoupled RoPE part.
+
+    Keys and values are not projected from the input directly: the input is compressed to one
+    latent vector of width ``R = kv_lora_rank`` per position (``kv_a_proj``, then the RMSNorm
+    ``kv_a_norm``), and every head's keys (their ``Dn = qk_nope_head_dim`` position-free part)
+    and values (``Dv = v_head_dim``) are rebuilt from it by ``kv_b_proj``. RoPE cannot pass
+    through that up-projection, so each key also has a part of width
+    ``Dr = qk_rope_head_dim``, projected by ``kv_a_proj`` too, rotated, and shared by all heads.
+    Each query has both parts (``Dn + Dr``), projected by ``q_proj`` or, with ``q_lora_rank``,
+    through a compressed query (``q_a_proj``, ``q_a_norm``, ``q_b_proj``). A cache
+    (:class:`LatentCache`) holds only the latent and the RoPE key: ``R + Dr`` numbers per
+    position instead of ``2 * H * Dh``.
+
+    Args:
+        d_model: Model width ``D``, a positive int.
+        num_heads: Number of heads ``H``, a positive int.
+        kv_lora_rank: Width ``R`` of the key/value latent, a positive int.
+        qk_nope_head_dim: Width ``Dn`` of each head's position-free query/key part.
+        qk_rope_head_dim: Width ``Dr`` of the rotated part, a positive even int.
+        v_head_dim: Width ``Dv`` of each head's values.
+        q_lora_rank: Width of the compressed query, or ``None`` for a direct ``q_proj``.
+        rope: ``"interleaved"`` (DeepSeek's ``rope_interleave=True``) or ``"half"``.
+        rope_base: The rotary embedding's ``base``.
+        norm_eps: The ``eps`` of the RMSNorms.
+        bias: Whether ``q_a_proj``, ``kv_a_proj`` and ``out_proj`` have a bias.
+        dropout: Dropout probability on the attention weights in training mode, in ``[0, 1)``.
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If an argument is out of range.
+
+    Example:
+        >>> mla = LatentAttention(32, 4, kv_lora_rank=8, qk_nope_head_dim=6,
+        ...                       qk_rope_head_dim=4, v_head_dim=5)
+        >>> output, weights = mla(torch.randn(2, 3, 32))
+        >>> output.shape, weights.shape
+        (torch.Size([2, 3, 32]), torch.Size([2, 4, 3, 3]))
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        *,
+        kv_lora_rank: int,
+        qk_nope_head_dim: int,
+        qk_rope_head_dim: int,
+        v_head_dim: int,
+        q_lora_rank: int | None = None,
+        rope: str = "interleaved",
+        rope_base: float = 10000.0,
+        norm_eps: float = 1e-6,
+        bias: bool = False,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        sizes = {
+            "d_model": d_model,
+            "num_heads": num_heads,
+            "kv_lora_rank": kv_lora_rank,
+            "qk_nope_head_dim": qk_nope_head_dim,
+            "qk_rope_head_dim": qk_rope_head_dim,
+            "v_head_dim": v_head_dim,
+        }
+        if q_lora_rank is not None:
+            sizes["q_lora_rank"] = q_lora_rank
+        for name, value in sizes.items():
+            check_int(value, name)
+        if qk_rope_head_dim % 2:
+            raise ValueError(
+                f"qk_rope_head_dim must be even (pairs rotate), got {qk_rope_head_dim}"
+            )
+        if rope not in ROTARY_LAYOUTS:
+            raise ValueError(f"rope must be 'half' or 'interleaved', got {rope!r}")
+        check_real_above(rope_base, "rope_base", 1)
+        check_real_above(norm_eps, "norm_eps", 0)
+        check_bool(bias, "bias")
+        check_probability(dropout, "dropout")
+        self.d_model, self.num_heads = d_model, num_heads
+        self.kv_lora_rank, self.q_lora_rank = kv_lora_rank, q_lora_rank
+        self.nope_dim, self.rope_dim, self.v_head_dim = (
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim,
+        )
+        self.rope, self.rope_base, self.dropout = rope, float(rope_base), float(dropout)
+        query_width = num_heads * (qk_nope_head_dim + qk_rope_head_dim)
+        if q_lora_rank is None:
+            self.q_proj = nn.Linear(d_model, query_width, bias=False)
+        else:
+            self.q_a_proj = nn.Linear(d_model, q_lora_rank, bias=bias)
+            self.q_a_norm = nn.RMSNorm(q_lora_rank, eps=norm_eps)
+            self.q_b_proj = nn.Linear(q_lora_rank, query_width, bias=False)
+        self.kv_a_proj = nn.Linear(d_model, kv_lora_rank + qk_rope_head_dim, bias=bias)
+        self.kv_a_norm = nn.RMSNorm(kv_lora_rank, eps=norm_eps)
+        self.kv_b_proj = nn.Linear(
+            kv_lora_rank, num_heads * (qk_nope_head_dim + v_head_dim), bias=False
+        )
+        self.out_proj = nn.Linear(num_heads * v_head_dim, d_model, bias=bias)
+
+    def new_cache(self, batch_size: int, max_len: int) -> LatentCache:
+        """An empty :class:`LatentCache` for this layer, in its dtype and on its device."""
+        weight = self.kv_a_proj.weight
+        return LatentCache(
+            batch_size,
+            self.kv_lora_rank,
+            self.rope_dim,
+            max_len,
+            dtype=weight.dtype,
+            device=weight.device,
+        )
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
+        cache: LatentCache | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Self-attention of ``x``, optionally after the positions a cache holds.
+
+        Args:
+            x: Shape ``[B, T, D]``, floating dtype of the module's parameters.
+            mask: Optional, dtype ``torch.bool``, broadcastable to ``[B, H, T, L]`` where ``L``
+                is ``T`` plus the positions the cache held before (e.g. ``causal_mask(T)`` without
+                a cache, ``causal_mask(L)[-T:]`` with one; a single new token needs none).
+            positions: Shape ``[T]``, an integer dtype; defaults to ``len(cache) .. + T - 1``
+                (``0 .. T - 1`` without a cache).
+            cache: A :class:`LatentCache` for this layer, extended in place by ``x``'s latents.
+
+        Returns:
+            A pair ``(output, weights)`` of shapes ``[B, T, D]`` and ``[B, H, T, L]``.
+
+        Raises:
+            TypeError: If ``x`` is not a floating tensor or ``cache`` not a ``LatentCache``.
+            ValueError: If a shape does not match or the cache is full.
+        """
+        check_sequence(x, "x", self.d_model)
+        if cache is not None and not isinstance(cache, LatentCache):
+            raise TypeError(f"cache must be a LatentCache, got {type(cache).__name__}")
+        batch, seq_len, _ = x.shape
+        start = len(cache) if cache is not None else 0
+        if positions is None:
+            positions = torch.arange(start, start + seq_len)
+        if self.q_lora_rank is None:
+            q = self.q_proj(x)  # [B, T, H * (Dn + Dr)]
+        else:
+            q = self.q_b_proj(self.q_a_norm(self.q_a_proj(x)))  # [B, T, H * (Dn + Dr)]
+        q = q.view(batch, seq_len, self.num_heads, -1).transpose(1, 2)  # [B, H, T, Dn + Dr]
+        q_nope, q_rope = q.split([self.nope_dim, self.rope_dim], dim=-1)
+        latent, k_rope = self.kv_a_proj(x).split([self.kv_lora_rank, self.rope_dim], dim=-1)
+        latent = self.kv_a_norm(latent)  # [B, T, R]
+        rotate = {"base": self.rope_base, "layout": self.rope}
+        q_rope = rotary_embedding(q_rope, positions, **rotate)  # [B, H, T, Dr]
+        k_rope = rotary_embedding(k_rope, positions, **rotate)  # [B, T, Dr]
+        if cache is not None:
+            latent, k_rope = cache.append(latent, k_rope)  # [B, L, R], [B, L, Dr]
+        keys_len = latent.shape[1]
+        kv = self.kv_b_proj(latent).view(batch, keys_len, self.num_heads, -1)  # [B, L, H, Dn+Dv]
+        k_nope, v = kv.transpose(1, 2).split([self.nope_dim, self.v_head_dim], dim=-1)
+        k_rope = k_rope[:, None].expand(-1, self.num_heads, -1, -1)  # [B, H, L, Dr], shared
+        query = torch.cat((q_nope, q_rope), dim=-1)  # [B, H, T, Dn + Dr]
+        key = torch.cat((k_nope, k_rope), dim=-1)  # [B, H, L, Dn + Dr]
+        dropout_p = self.dropout if self.training else 0.0
+        output, weights = scaled_dot_product_attention(query, key, v, mask, dropout_p=dropout_p)
+        output = output.transpose(1, 2).reshape(batch, seq_len, -1)  # [B, T, H * Dv]
+        return self.out_proj(output), weights
+
+    @classmethod
+    def from_hf(cls, module: nn.Module) -> "LatentAttention":
+        """Build a ``LatentAttention`` with the weights of transformers' ``DeepseekV3Attention``.
+
+        The result computes the same output and weights as ``module`` run with the eager
+        attention implementation and the model's rotary embedding. transformers is not
+        imported: the module is read by its attributes.
+
+        Args:
+            module: The attention layer to copy.
+
+        Returns:
+            A new ``LatentAttention`` holding copies of the weights, in ``module``'s dtype,
+            device and training mode.
+
+        Raises:
+            TypeError: If ``module`` lacks the attributes of such a layer.
+            ValueError: If its rotary embedding is scaled (YaRN) or its score scale is not
+                ``1 / sqrt(Dn + Dr)``.
+        """
+        names = ("kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj", "config")
+        missing = [name for name in names if not hasattr(module, name)]
+        if not isinstance(module, nn.Module) or missing:
+            raise TypeError(
+                "module must be a transformers DeepseekV3Attention, got "
+                f"{type(module).__name__} without {missing}"
+            )
+        config = module.config
+        rope = getattr(config, "rope_parameters", None) or {"rope_type": "default"}
+        if rope.get("rope_type", "default") != "default":
+            raise ValueError(
+                f"module's rotary embedding has rope_type={rope['rope_type']!r}; "
+                "LatentAttention has only the default one"
+            )
+        head_dim = module.qk_nope_head_dim + module.qk_rope_head_dim
+        if not math.isclose(module.scaling, head_dim**-0.5):
+            raise ValueError(f"module scales scores by {module.scaling}, not 1/sqrt({head_dim})")
+        attention = cls(
+            module.hidden_size,
+            module.num_heads,
+            kv_lora_rank=module.kv_lora_rank,
+            qk_nope_head_dim=module.qk_nope_head_dim,
+            qk_rope_head_dim=module.qk_rope_head_dim,
+            v_head_dim=module.v_head_dim,
+            q_lora_rank=module.q_lora_rank,
+            rope="interleaved" if getattr(config, "rope_interleave", True) else "half",
+            rope_base=float(rope.get("rope_theta", 10000.0)),
+            norm_eps=float(module.kv_a_layernorm.variance_epsilon),
+            bias=module.kv_a_proj_with_mqa.bias is not None,
+            dropout=float(getattr(config, "attention_dropout", 0.0)),
+        )
+        weight = module.kv_a_proj_with_mqa.weight
+        attention.to(device=weight.device, dtype=weight.dtype)
+        pairs = [
+            (attention.kv_a_proj, module.kv_a_proj_with_mqa),
+            (attention.kv_a_norm, module.kv_a_layernorm),
+            (attention.kv_b_proj, module.kv_b_proj),
+            (attention.out_proj, module.o_proj),
+        ]
+        if module.q_lora_rank is None:
+            pairs.append((attention.q_proj, module.q_proj))
+        else:
+            pairs += [
+                (attention.q_a_proj, module.q_a_proj),
+                (attention.q_a_norm, module.q_a_layernorm),
+                (attention.q_b_proj, module.q_b_proj),
+            ]
+        with torch.no_grad():
+            for mine, theirs in pairs:
+                mine.weight.copy_(theirs.weight)
+                if getattr(theirs, "bias", None) is not None:
+                    mine.bias.copy_(theirs.bias)
         return attention.train(module.training)

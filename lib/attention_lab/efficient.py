@@ -27,7 +27,6 @@ from attention_lab._validation import check_int, check_sequence
 from attention_lab.attention import (
     MultiHeadAttention,
     check_attention_inputs,
-    scaled_dot_product_attention,
 )
 from attention_lab.masks import causal_mask
 
@@ -144,7 +143,9 @@ class KVCache:
 
     Args:
         batch_size: Number of sequences ``B`` decoded side by side, a positive int.
-        num_heads: Number of heads ``H``, a positive int.
+        num_heads: Number of key/value heads, a positive int: the ``num_kv_heads`` of the
+            attention layer (``H`` for multi-head attention, fewer for grouped-query
+            attention, 1 for multi-query attention).
         head_dim: Width ``Dh`` of one head's keys and values, a positive int.
         max_len: The most positions the cache can hold, a positive int.
         dtype: Floating dtype of the keys and values.
@@ -261,11 +262,12 @@ def _check_decode_inputs(attention: MultiHeadAttention, x: torch.Tensor, cache: 
         raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
     check_sequence(x, "x", attention.d_model)
     batch = x.shape[0]
-    expected = (batch, attention.num_heads, attention.head_dim)
+    expected = (batch, attention.num_kv_heads, attention.head_dim)
     held = (cache.keys.shape[0], cache.keys.shape[1], cache.keys.shape[3])
     if held != expected:
         raise ValueError(
-            f"cache holds [B, H, Dh] = {list(held)}, but x and attention need {list(expected)}"
+            f"cache holds [B, Hkv, Dh] = {list(held)}, but x and attention need "
+            f"{list(expected)} (a cache holds the num_kv_heads key/value heads)"
         )
 
 
@@ -285,7 +287,9 @@ def decode_step(
         attention: The attention layer whose projections are used.
         x: Shape ``[B, Tn, D]``, the inputs of the new positions, in the module's dtype.
         cache: The keys and values of the earlier positions of the same sequences, for the
-            same layer, with ``B``, ``H`` and ``Dh`` matching; updated in place.
+            same layer, with ``B``, ``Hkv`` (the layer's ``num_kv_heads``) and ``Dh``
+            matching; updated in place. With a rotary embedding the new positions are
+            counted from ``len(cache)``.
 
     Returns:
         A pair ``(output, weights)``: ``output`` of shape ``[B, Tn, D]`` and ``weights`` of
@@ -306,19 +310,15 @@ def decode_step(
         (torch.Size([1, 1, 8]), torch.Size([1, 2, 1, 3]))
     """
     _check_decode_inputs(attention, x, cache)
-    batch, new_len, _ = x.shape
-    split = (batch, new_len, attention.num_heads, attention.head_dim)
-    q = attention.q_proj(x).view(split).transpose(1, 2)  # [B, H, Tn, Dh]
-    k = attention.k_proj(x).view(split).transpose(1, 2)  # [B, H, Tn, Dh]
-    v = attention.v_proj(x).view(split).transpose(1, 2)  # [B, H, Tn, Dh]
-    keys, values = cache.append(k, v)  # [B, H, L, Dh] twice, L = len(cache)
+    new_len, start = x.shape[1], len(cache)
+    # The new positions are start .. start + Tn - 1: the rotary embedding needs them.
+    positions = torch.arange(start, start + new_len) if attention.rope is not None else None
+    q, k, v = attention.project(x, positions=positions)  # [B, H, Tn, Dh], [B, Hkv, Tn, Dh] x2
+    keys, values = cache.append(k, v)  # [B, Hkv, L, Dh] twice, L = len(cache)
     # New position i sits at L - Tn + i and may attend to positions 0 .. L - Tn + i. A single
     # new position may attend to everything held, so it needs no mask.
     mask = causal_mask(len(cache), device=x.device)[-new_len:] if new_len > 1 else None
-    dropout_p = attention.dropout if attention.training else 0.0
-    output, weights = scaled_dot_product_attention(q, keys, values, mask, dropout_p=dropout_p)
-    output = output.transpose(1, 2).reshape(batch, new_len, attention.d_model)  # [B, Tn, D]
-    return attention.out_proj(output), weights
+    return attention.attend(q, keys, values, mask)  # [B, Tn, D], [B, H, Tn, L]
 
 
 class _PeakMemoryMode(TorchDispatchMode):

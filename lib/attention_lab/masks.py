@@ -3,11 +3,21 @@
 Every mask in ``attention_lab`` has one polarity: a ``torch.bool`` tensor in which ``True``
 means "may attend" and ``False`` means "blocked", broadcastable to ``[..., Tq, Tk]``. This is the
 convention of ``torch.nn.functional.scaled_dot_product_attention``. Masks combine with ``&``.
+
+Where there are fewer queries than keys (``Tq < Tk``, new tokens attending to a KV cache), the
+queries are the *last* ``Tq`` positions: query row ``i`` sits at position ``Tk - Tq + i``, and
+the masks here line up bottom-right. ``scaled_dot_product_attention(..., is_causal=True)`` in
+PyTorch lines up top-left instead (row ``i`` at position ``i``), which is wrong for a cache.
 """
+
+from collections.abc import Callable
 
 import torch
 
 from attention_lab._validation import check_int
+
+MaskMod = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""A FlexAttention-style mask function ``(b, h, q_idx, kv_idx) -> bool tensor``."""
 
 
 def check_mask(mask: torch.Tensor, name: str = "mask") -> None:
@@ -125,3 +135,209 @@ def combine_masks(*masks: torch.Tensor) -> torch.Tensor:
     for mask in masks[1:]:
         combined = combined & mask
     return combined
+
+
+def sliding_window_mask(
+    size: int, window: int, *, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Causal mask that lets each position see only itself and the ``window - 1`` before it.
+
+    Position ``i`` may attend to positions ``i - window + 1 .. i``: ``window`` keys in all (fewer
+    at the start). This is the convention of Mistral's and Gemma's sliding windows in
+    ``transformers`` (``sliding_window_overlay`` and a causal mask: ``i - window < j <= i``).
+
+    Args:
+        size: Sequence length ``T``, a non-negative int.
+        window: Keys each query sees, counting itself, a positive int. ``window >= T`` gives
+            :func:`causal_mask`.
+        device: Device of the result; the default device if ``None``.
+
+    Returns:
+        Shape ``[T, T]``, dtype ``torch.bool``: entry ``[i, j]`` is ``True`` iff
+        ``i - window < j <= i``.
+
+    Raises:
+        TypeError: If ``size`` or ``window`` is not an int.
+        ValueError: If ``size`` is negative or ``window`` is not positive.
+
+    Example:
+        >>> sliding_window_mask(4, 2).int()
+        tensor([[1, 0, 0, 0],
+                [1, 1, 0, 0],
+                [0, 1, 1, 0],
+                [0, 0, 1, 1]], dtype=torch.int32)
+    """
+    check_int(size, "size", minimum=0)
+    check_int(window, "window")
+    ones = torch.ones(size, size, dtype=torch.bool, device=device)
+    # tril keeps j <= i; triu(-(window - 1)) keeps j >= i - window + 1.
+    return ones.tril() & ones.triu(-(window - 1))
+
+
+def document_mask(document_ids: torch.Tensor) -> torch.Tensor:
+    """Causal mask for several documents packed into one sequence: no attention across them.
+
+    Position ``i`` may attend to position ``j`` iff ``j <= i`` and both belong to the same
+    document. Packed training puts short documents end to end; this mask keeps each one as if
+    it were alone (block-diagonal, causal within each block).
+
+    Args:
+        document_ids: Shape ``[T]`` or ``[B, T]``, an integer dtype: the document each position
+            belongs to. Documents need not be contiguous or numbered in order.
+
+    Returns:
+        Dtype ``torch.bool``, shape ``[T, T]`` for ``[T]`` ids, or ``[B, 1, T, T]`` for
+        ``[B, T]`` ids (broadcasting over the heads of ``[B, H, T, T]``), on the device of
+        ``document_ids``.
+
+    Raises:
+        TypeError: If ``document_ids`` is not an integer tensor.
+        ValueError: If ``document_ids`` is not one- or two-dimensional.
+
+    Example:
+        >>> document_mask(torch.tensor([0, 0, 1])).int()
+        tensor([[1, 0, 0],
+                [1, 1, 0],
+                [0, 0, 1]], dtype=torch.int32)
+    """
+    if not isinstance(document_ids, torch.Tensor):
+        raise TypeError(f"document_ids must be a torch.Tensor, got {type(document_ids).__name__}")
+    if (
+        document_ids.dtype == torch.bool
+        or document_ids.is_floating_point()
+        or document_ids.is_complex()
+    ):
+        raise TypeError(f"document_ids must have an integer dtype, got {document_ids.dtype}")
+    if document_ids.ndim not in (1, 2):
+        raise ValueError(
+            f"document_ids must have shape [T] or [B, T], got {list(document_ids.shape)}"
+        )
+    same = document_ids[..., :, None] == document_ids[..., None, :]  # [..., T, T]
+    mask = same & causal_mask(document_ids.shape[-1], device=document_ids.device)
+    return mask if document_ids.ndim == 1 else mask[:, None]  # [T, T] or [B, 1, T, T]
+
+
+def prefix_lm_mask(
+    size: int, prefix_len: int, *, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """Mask of a prefix language model: the prefix sees itself whole, the rest is causal.
+
+    Every position may attend to the first ``prefix_len`` positions (so the prefix attends
+    bidirectionally within itself), and to itself and earlier positions, as in T5's prefix-LM
+    and PaliGemma: ``j < prefix_len or j <= i``.
+
+    Args:
+        size: Sequence length ``T``, a non-negative int.
+        prefix_len: Length of the bidirectional prefix, a non-negative int (0 gives
+            :func:`causal_mask`; ``T`` or more, a mask of all ``True``).
+        device: Device of the result; the default device if ``None``.
+
+    Returns:
+        Shape ``[T, T]``, dtype ``torch.bool``.
+
+    Raises:
+        TypeError: If ``size`` or ``prefix_len`` is not an int.
+        ValueError: If either is negative.
+
+    Example:
+        >>> prefix_lm_mask(4, 2).int()
+        tensor([[1, 1, 0, 0],
+                [1, 1, 0, 0],
+                [1, 1, 1, 0],
+                [1, 1, 1, 1]], dtype=torch.int32)
+    """
+    check_int(size, "size", minimum=0)
+    check_int(prefix_len, "prefix_len", minimum=0)
+    in_prefix = torch.arange(size, device=device) < prefix_len  # [T], indexed by key
+    return causal_mask(size, device=device) | in_prefix
+
+
+def from_mask_mod(
+    mask_mod: MaskMod,
+    q_len: int,
+    kv_len: int,
+    *,
+    batch: int | None = None,
+    heads: int | None = None,
+    q_offset: int | None = None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """The boolean mask of a FlexAttention-style mask function.
+
+    ``mask_mod(b, h, q_idx, kv_idx)`` says whether query ``q_idx`` may attend to key
+    ``kv_idx`` in batch row ``b`` and head ``h``, as in ``torch.nn.attention.flex_attention``
+    and ``transformers.masking_utils`` (``lambda b, h, q_idx, kv_idx: kv_idx <= q_idx`` is the
+    causal mask). It is called once, with integer tensors that broadcast to ``[B, H, Tq, Tk]``
+    (``b`` and ``h`` are 0 when ``batch`` and ``heads`` are not given), so it must be written
+    with tensor operations (``&``, ``|``, indexing, ``torch.where``), not ``if``; the same
+    restriction as FlexAttention's.
+
+    ``q_idx`` is the position of the query in the sequence of keys. With ``Tq < Tk`` (new tokens
+    attending to a KV cache) the queries are the last ``Tq`` positions: row ``i`` is called with
+    ``q_idx = Tk - Tq + i``, so a causal ``mask_mod`` gives the bottom-right aligned mask a cache
+    needs. FlexAttention's ``create_mask`` and PyTorch's ``is_causal=True`` line up top-left
+    instead (``q_idx = i``); ``q_offset=0`` gives that.
+
+    Args:
+        mask_mod: A callable ``(b, h, q_idx, kv_idx) -> torch.bool tensor``.
+        q_len: Number of queries ``Tq``, a non-negative int.
+        kv_len: Number of keys ``Tk``, a non-negative int.
+        batch: Batch size ``B``, or ``None`` for no batch dimension.
+        heads: Number of heads ``H``, or ``None`` for no head dimension. If only one of
+            ``batch`` and ``heads`` is given, the other dimension has size 1.
+        q_offset: Position of the first query, a non-negative int; defaults to ``Tk - Tq``
+            (which must then be non-negative).
+        device: Device of the index tensors and of the result; the default device if ``None``.
+
+    Returns:
+        Dtype ``torch.bool``: shape ``[Tq, Tk]``, or ``[B, H, Tq, Tk]`` if ``batch`` or
+        ``heads`` is given.
+
+    Raises:
+        TypeError: If ``mask_mod`` is not callable or does not return a ``torch.bool`` tensor,
+            or a size is not an int.
+        ValueError: If a size is negative, ``q_len > kv_len`` without a ``q_offset``, or the
+            result of ``mask_mod`` does not broadcast to the mask's shape.
+
+    Example:
+        >>> from_mask_mod(lambda b, h, q_idx, kv_idx: kv_idx <= q_idx, 2, 4).int()
+        tensor([[1, 1, 1, 0],
+                [1, 1, 1, 1]], dtype=torch.int32)
+    """
+    if not callable(mask_mod):
+        raise TypeError(f"mask_mod must be callable, got {type(mask_mod).__name__}")
+    check_int(q_len, "q_len", minimum=0)
+    check_int(kv_len, "kv_len", minimum=0)
+    for value, name in ((batch, "batch"), (heads, "heads")):
+        if value is not None:
+            check_int(value, name)
+    if q_offset is None:
+        if q_len > kv_len:
+            raise ValueError(
+                f"q_len={q_len} > kv_len={kv_len}: the queries cannot be the last q_len of the "
+                "kv_len positions; pass q_offset (e.g. q_offset=0) to place them"
+            )
+        q_offset = kv_len - q_len
+    check_int(q_offset, "q_offset", minimum=0)
+    batched = batch is not None or heads is not None
+    shape = (batch or 1, heads or 1, q_len, kv_len) if batched else (q_len, kv_len)
+    b = torch.arange(batch or 1, device=device)[:, None, None, None]  # [B, 1, 1, 1]
+    h = torch.arange(heads or 1, device=device)[None, :, None, None]  # [1, H, 1, 1]
+    q_idx = q_offset + torch.arange(q_len, device=device)[:, None]  # [Tq, 1]
+    kv_idx = torch.arange(kv_len, device=device)  # [Tk]
+    if not batched:
+        b, h = b[0, 0, 0, 0], h[0, 0, 0, 0]  # scalars: 0
+    allowed = mask_mod(b, h, q_idx, kv_idx)
+    if not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool:
+        kind = allowed.dtype if isinstance(allowed, torch.Tensor) else type(allowed).__name__
+        raise TypeError(
+            f"mask_mod must return a torch.bool tensor (True = may attend), got {kind}; write "
+            "it with tensor comparisons, e.g. kv_idx <= q_idx"
+        )
+    try:
+        return torch.broadcast_to(allowed, shape).clone()
+    except RuntimeError:
+        raise ValueError(
+            f"mask_mod returned shape {list(allowed.shape)}, which does not broadcast to "
+            f"{list(shape)}"
+        ) from None

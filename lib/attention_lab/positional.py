@@ -209,8 +209,16 @@ def _check_rotary_inputs(
     return positions
 
 
+ROTARY_LAYOUTS = ("interleaved", "half")
+"""The two ways of pairing a head's features for :func:`rotary_embedding`."""
+
+
 def rotary_embedding(
-    x: torch.Tensor, positions: torch.Tensor | None = None, *, base: float = 10000.0
+    x: torch.Tensor,
+    positions: torch.Tensor | None = None,
+    *,
+    base: float = 10000.0,
+    layout: str = "interleaved",
 ) -> torch.Tensor:
     """Rotary position embedding (RoPE): rotate each feature pair by an angle set by position.
 
@@ -223,15 +231,23 @@ def rotary_embedding(
         out[2i]     = x[2i] * cos(angle) - x[2i + 1] * sin(angle)
         out[2i + 1] = x[2i] * sin(angle) + x[2i + 1] * cos(angle)
 
-    The pairs are *interleaved* neighbours, as in the RoFormer paper. Some libraries, e.g. the
-    ``rotate_half`` of Hugging Face ``transformers``, pair feature ``i`` with feature
-    ``i + Dh / 2`` instead: a fixed permutation of the features, the same rotation.
+    With ``layout="interleaved"`` (the default) the pairs are neighbours, as in the RoFormer
+    paper. With ``layout="half"`` feature ``i`` is paired with feature ``i + Dh / 2`` and rotated
+    by the angle of pair ``i``, as the ``rotate_half`` of Hugging Face ``transformers`` does for
+    Llama, Qwen and Mistral::
+
+        out[i]          = x[i] * cos(angle_i) - x[i + Dh/2] * sin(angle_i)
+        out[i + Dh/2]   = x[i] * sin(angle_i) + x[i + Dh/2] * cos(angle_i)
+
+    The two layouts differ by a fixed permutation of the features: the same rotation, but
+    weights trained for one give different results under the other.
 
     Args:
         x: Shape ``[..., T, Dh]`` with an even ``Dh``, a floating dtype: queries or keys.
         positions: Shape ``[T]``, an integer dtype: the position of each of the ``T`` vectors
             (negative positions rotate the other way). Defaults to ``0 .. T - 1``.
         base: Sets the longest wavelength, ``2 * pi * base``; a real number greater than 1.
+        layout: ``"interleaved"`` or ``"half"``: which features are rotated together.
 
     Returns:
         Shape ``[..., T, Dh]``, same dtype and device as ``x``. Every feature pair keeps its
@@ -241,13 +257,15 @@ def rotary_embedding(
         TypeError: If ``x`` is not a floating tensor, ``positions`` is not an integer tensor,
             or ``base`` is not a number.
         ValueError: If ``x`` has fewer than 2 dimensions or an odd ``Dh``, ``positions`` is not
-            of shape ``[T]``, or ``base <= 1``.
+            of shape ``[T]``, ``base <= 1``, or ``layout`` is not one of the two.
 
     Example:
         >>> q = torch.randn(2, 4, 5, 8)  # [B, H, T, Dh]
         >>> rotary_embedding(q).shape
         torch.Size([2, 4, 5, 8])
     """
+    if layout not in ROTARY_LAYOUTS:
+        raise ValueError(f"layout must be 'interleaved' or 'half', got {layout!r}")
     positions = _check_rotary_inputs(x, positions, base)  # [T]
     head_dim = x.shape[-1]
     # The angles are computed in float64 on the CPU: in float32, pos * frequency is off by
@@ -258,7 +276,10 @@ def rotary_embedding(
     compute_dtype = torch.promote_types(x.dtype, torch.float32)
     cos = torch.cos(angle).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
     sin = torch.sin(angle).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
-    pairs = x.to(compute_dtype).unflatten(-1, (head_dim // 2, 2))  # [..., T, Dh / 2, 2]
-    even, odd = pairs[..., 0], pairs[..., 1]  # [..., T, Dh / 2] each
-    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
-    return rotated.flatten(-2).to(x.dtype)  # [..., T, Dh / 2, 2] -> [..., T, Dh]
+    # Pair axis last for "interleaved" (features 2i, 2i + 1), first for "half" (i, i + Dh / 2).
+    pair_axis = -1 if layout == "interleaved" else -2
+    split = (head_dim // 2, 2) if layout == "interleaved" else (2, head_dim // 2)
+    pairs = x.to(compute_dtype).unflatten(-1, split)  # [..., T, Dh/2, 2] or [..., T, 2, Dh/2]
+    first, second = pairs.unbind(pair_axis)  # [..., T, Dh / 2] each
+    rotated = torch.stack((first * cos - second * sin, first * sin + second * cos), pair_axis)
+    return rotated.flatten(-2).to(x.dtype)  # [..., T, Dh]
