@@ -263,17 +263,20 @@ class Seq2SeqTransformer(nn.Module):
     def __init__(self, config: Seq2SeqConfig | int | None = None, /, **options: Any) -> None:
         super().__init__()
         self.config = config = Seq2SeqConfig.from_arguments(config, options)
+        # What every block of both stacks shares.
+        block = {
+            "dropout": config.dropout,
+            "activation": config.activation,
+            "norm_first": config.norm_first,
+        }
+        sizes = {"d_model": config.d_model, "num_heads": config.num_heads, "d_ff": config.d_ff}
         self.encoder = TransformerEncoder(
             EncoderConfig(
                 vocab_size=config.source_vocab_size,
-                d_model=config.d_model,
                 num_layers=config.num_layers,
-                num_heads=config.num_heads,
-                d_ff=config.d_ff,
                 max_len=config.max_len,
-                dropout=config.dropout,
-                activation=config.activation,
-                norm_first=config.norm_first,
+                **sizes,
+                **block,
             )
         )
         self.embedding = token_embedding(config.target_vocab_size, config.d_model)
@@ -281,15 +284,7 @@ class Seq2SeqTransformer(nn.Module):
             config.d_model, config.max_len, dropout=config.dropout
         )
         self.layers = nn.ModuleList(
-            DecoderLayer(
-                config.d_model,
-                config.num_heads,
-                config.d_ff,
-                dropout=config.dropout,
-                activation=config.activation,
-                norm_first=config.norm_first,
-            )
-            for _ in range(config.num_decoder_layers)
+            DecoderLayer(**sizes, **block) for _ in range(config.num_decoder_layers)
         )
         self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else None
         self.head = nn.Linear(config.d_model, config.target_vocab_size)
