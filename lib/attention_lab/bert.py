@@ -142,7 +142,7 @@ class BertEncoderConfig(ModelConfig):
 
     Example:
         >>> BertEncoderConfig(vocab_size=100, d_model=16, num_layers=2, num_heads=4, d_ff=32,
-        ...            max_len=20).type_vocab_size
+        ...                   max_len=20).type_vocab_size
         2
     """
 
