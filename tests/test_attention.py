@@ -391,8 +391,10 @@ def test_self_attention_matches_torch(bias, mask_kind):
     assert output.shape == (3, 5, 4) and weights.shape == (3, 1, 5, 5)
     projected = [
         F.linear(x, layer.weight, layer.bias).unsqueeze(1)  # [B, 1, T, Dh]
-        for layer in (module.query, module.key, module.value)
+        for layer in (module.q_proj, module.k_proj, module.v_proj)
     ]
+    # The projections are named as in MultiHeadAttention.
+    assert {name.split(".")[0] for name in module.state_dict()} == {"q_proj", "k_proj", "v_proj"}
     expected_output, expected_weights = reference(*projected, mask)
     torch.testing.assert_close(output, expected_output.squeeze(1))
     torch.testing.assert_close(weights, expected_weights)

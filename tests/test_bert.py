@@ -14,7 +14,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attention_lab.bert import BertEmbedding, BertEncoder, key_mask, mean_pool
+from attention_lab.bert import BertEmbedding, BertEncoder, BertEncoderConfig, key_mask, mean_pool
 
 
 def test_import_does_not_import_transformers():
@@ -46,7 +46,7 @@ def test_import_does_not_import_transformers():
     ],
 )  # fmt: skip
 def test_encoder_rejects_bad_input(kwargs, error, name):
-    encoder = BertEncoder(50, 16, 1, 4, 24, 12).eval()
+    encoder = BertEncoder(50, d_model=16, num_layers=1, num_heads=4, d_ff=24, max_len=12).eval()
     with pytest.raises(error, match=name):
         encoder(**kwargs)
 
@@ -62,6 +62,17 @@ def test_embedding_rejects_bad_arguments(kwargs, error, name):
     arguments = {"vocab_size": 10, "d_model": 8, "max_len": 4} | kwargs
     with pytest.raises(error, match=name):
         BertEmbedding(**arguments)
+
+
+def test_encoder_from_a_config_equals_the_encoder_from_keywords():
+    fields = {"d_model": 16, "num_layers": 1, "num_heads": 4, "d_ff": 24, "max_len": 12}
+    config = BertEncoderConfig(vocab_size=50, **fields)
+    assert (config.type_vocab_size, config.layer_norm_eps, config.dropout) == (2, 1e-12, 0.1)
+    torch.manual_seed(0)
+    from_keywords = BertEncoder(50, **fields)
+    torch.manual_seed(0)
+    torch.testing.assert_close(BertEncoder(config).state_dict(), from_keywords.state_dict())
+    assert from_keywords.config == config
 
 
 def test_embedding_is_word_plus_position_plus_type_then_layernorm():

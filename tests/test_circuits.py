@@ -11,6 +11,7 @@ from torch import nn
 
 from attention_lab.attention import MultiHeadAttention
 from attention_lab.circuits import (
+    AttentionOnlyConfig,
     AttentionOnlyTransformer,
     head_contributions,
     induction_score,
@@ -328,6 +329,14 @@ def test_train_trains_the_model_to_copy_a_short_repeat():
 def test_model_rejects_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):
         tiny_model(**kwargs)
+
+
+def test_model_from_a_config_equals_the_model_from_keywords():
+    config = AttentionOnlyConfig(vocab_size=7, d_model=12, num_layers=2, num_heads=3, max_len=10)
+    model = tiny_model()  # the same fields, as keyword arguments
+    assert model.config == config
+    torch.manual_seed(0)  # the seed of tiny_model
+    torch.testing.assert_close(AttentionOnlyTransformer(config).state_dict(), model.state_dict())
 
 
 @pytest.mark.parametrize(

@@ -353,6 +353,17 @@ def test_config_is_frozen_and_model_needs_one():
         CONFIG.d_model = 8
     with pytest.raises(TypeError, match="DecoderConfig"):
         DecoderLM({"vocab_size": 5})
+    with pytest.raises(TypeError, match="not both"):
+        DecoderLM(CONFIG, d_model=8)
+
+
+def test_keyword_arguments_build_the_model_of_the_config():
+    fields = {"max_len": 12, "d_model": 16, "num_layers": 2, "num_heads": 4, "d_ff": 24}
+    torch.manual_seed(0)
+    from_keywords = DecoderLM(7, **fields)
+    assert from_keywords.config == CONFIG
+    torch.manual_seed(0)
+    torch.testing.assert_close(DecoderLM(CONFIG).state_dict(), from_keywords.state_dict())
 
 
 def test_forward_errors():

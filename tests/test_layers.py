@@ -13,6 +13,7 @@ from torch.nn import functional as F  # noqa: N812
 
 from attention_lab.layers import (
     DecoderLayer,
+    EncoderConfig,
     EncoderLayer,
     FeedForward,
     TransformerEncoder,
@@ -22,6 +23,9 @@ from attention_lab.layers import (
 from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.positional import sinusoidal_encoding
 from conftest import random_inputs
+
+# The fields of a small encoder besides its vocabulary size.
+ENCODER = {"d_model": 8, "num_layers": 1, "num_heads": 2, "d_ff": 16, "max_len": 10}
 
 ARRANGEMENTS = [False, True]
 ACTIVATIONS = ["relu", "gelu"]
@@ -248,7 +252,10 @@ def test_fully_masked_rows_stay_finite():
 
 def test_transformer_encoder_against_its_parts():
     torch.manual_seed(0)
-    encoder = TransformerEncoder(30, 16, 2, 4, 32, max_len=10, dropout=0.0).eval()
+    config = EncoderConfig(
+        vocab_size=30, d_model=16, num_layers=2, num_heads=4, d_ff=32, max_len=10, dropout=0.0
+    )
+    encoder = TransformerEncoder(config).eval()
     token_ids = torch.tensor([[3, 7, 1, 0], [5, 2, 0, 0]])
     keep = padding_mask(token_ids)
     hidden, attentions = encoder(token_ids, keep)
@@ -265,14 +272,18 @@ def test_transformer_encoder_against_its_parts():
 
 def test_pre_norm_encoder_ends_with_a_layer_norm():
     torch.manual_seed(0)
-    encoder = TransformerEncoder(30, 16, 1, 4, 32, max_len=10, dropout=0.0, norm_first=True)
+    encoder = TransformerEncoder(
+        30, d_model=16, num_layers=1, num_heads=4, d_ff=32, max_len=10, dropout=0.0, norm_first=True
+    )
     hidden, _ = encoder.eval()(torch.tensor([[1, 2, 3]]))
     torch.testing.assert_close(hidden.mean(-1), torch.zeros(1, 3), atol=1e-5, rtol=0)
 
 
 def test_transformer_encoder_is_deterministic_in_eval_and_random_in_training():
     torch.manual_seed(0)
-    encoder = TransformerEncoder(30, 16, 1, 4, 32, max_len=10, dropout=0.5)
+    encoder = TransformerEncoder(
+        30, d_model=16, num_layers=1, num_heads=4, d_ff=32, max_len=10, dropout=0.5
+    )
     token_ids = torch.tensor([[1, 2, 3, 4]])
     encoder.eval()
     torch.testing.assert_close(encoder(token_ids)[0], encoder(token_ids)[0])
@@ -292,7 +303,7 @@ def test_transformer_encoder_is_deterministic_in_eval_and_random_in_training():
     ],
 )
 def test_transformer_encoder_rejects_bad_token_ids(token_ids, error, match):
-    encoder = TransformerEncoder(30, 16, 1, 4, 32, max_len=10)
+    encoder = TransformerEncoder(30, d_model=16, num_layers=1, num_heads=4, d_ff=32, max_len=10)
     with pytest.raises(error, match=match):
         encoder(token_ids)
 
@@ -309,14 +320,66 @@ def test_transformer_encoder_rejects_bad_token_ids(token_ids, error, match):
         (lambda: EncoderLayer(8, 2, 16, norm_first=1), TypeError, "norm_first"),
         (lambda: EncoderLayer(8, 2, 16, layer_norm_eps=0.0), ValueError, "layer_norm_eps"),
         (lambda: DecoderLayer(8, 2, 16, activation="swish"), ValueError, "activation"),
-        (lambda: TransformerEncoder(0, 8, 1, 2, 16, 10), ValueError, "vocab_size"),
-        (lambda: TransformerEncoder(10, 8, True, 2, 16, 10), TypeError, "num_layers"),
-        (lambda: TransformerEncoder(10, 8, 1, 2, 16, 0), ValueError, "max_len"),
+        (lambda: TransformerEncoder(0, **ENCODER), ValueError, "vocab_size"),
+        (lambda: TransformerEncoder(10, **ENCODER | {"num_layers": True}), TypeError, "num_layers"),
+        (lambda: TransformerEncoder(10, **ENCODER | {"max_len": 0}), ValueError, "max_len"),
     ],
 )
 def test_constructors_reject_bad_arguments(build, error, match):
     with pytest.raises(error, match=match):
         build()
+
+
+def test_encoder_from_a_config_equals_the_encoder_from_keywords():
+    config = EncoderConfig(vocab_size=10, **ENCODER)
+    torch.manual_seed(0)
+    from_config = TransformerEncoder(config)
+    torch.manual_seed(0)
+    from_keywords = TransformerEncoder(10, **ENCODER)
+    torch.manual_seed(0)
+    all_keywords = TransformerEncoder(vocab_size=10, **ENCODER)
+    assert from_config.config == from_keywords.config == all_keywords.config == config
+    for other in (from_keywords, all_keywords):
+        for (name, ours), (_, theirs) in zip(
+            from_config.state_dict().items(), other.state_dict().items(), strict=True
+        ):
+            torch.testing.assert_close(ours, theirs, msg=name)
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "match"),
+    [
+        ({"d_model": 9}, ValueError, "d_model=9 is not divisible by num_heads=2"),
+        ({"d_ff": 0}, ValueError, "d_ff"),
+        ({"dropout": 1.0}, ValueError, "dropout"),
+        ({"activation": "tanh"}, ValueError, "activation"),
+        ({"norm_first": 1}, TypeError, "norm_first"),
+        ({"layer_norm_eps": 0.0}, ValueError, "layer_norm_eps"),
+    ],
+)
+def test_encoder_config_rejects_bad_fields(changes, error, match):
+    with pytest.raises(error, match=match):
+        EncoderConfig(vocab_size=10, **ENCODER | changes)
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: EncoderConfig(10, **ENCODER), "positional"),
+        (lambda: TransformerEncoder(EncoderConfig(vocab_size=10, **ENCODER), dropout=0.0), "both"),
+        (lambda: TransformerEncoder("10", **ENCODER), "instance of EncoderConfig"),
+        (lambda: TransformerEncoder(10, **ENCODER, d_fff=3), "d_fff"),
+    ],
+)
+def test_encoder_takes_a_config_or_keyword_arguments(build, match):
+    with pytest.raises(TypeError, match=match):
+        build()
+
+
+def test_encoder_config_is_frozen():
+    config = EncoderConfig(vocab_size=10, **ENCODER)
+    with pytest.raises(AttributeError):
+        config.d_model = 16
 
 
 def test_layers_reject_bad_inputs():

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attention_lab import pretrained
-from attention_lab.bert import BertEncoder
+from attention_lab.bert import BertEncoder, BertEncoderConfig
 from attention_lab.pretrained import (
     attention_maps,
     encoder_from_minilm,
@@ -278,7 +278,10 @@ def test_weight_mapping_matches_a_random_bert():
         attn_implementation="eager",
     )
     theirs = BertModel(config, add_pooling_layer=False).eval()
-    ours = BertEncoder(50, 16, 2, 4, 24, 12).eval()
+    ours_config = BertEncoderConfig(
+        vocab_size=50, d_model=16, num_layers=2, num_heads=4, d_ff=24, max_len=12
+    )
+    ours = BertEncoder(ours_config).eval()
     names = pretrained._minilm_to_ours(2)
     state = theirs.state_dict()
     ours.load_state_dict({mine: state[name] for name, mine in names.items()}, strict=True)

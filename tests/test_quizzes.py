@@ -356,7 +356,9 @@ def _uniform_alignment_share() -> float:
 
 def _cross_attention_weights() -> float:
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(11, 13, d_model=32, num_layers=2, num_heads=2, d_ff=64, max_len=9)
+    model = Seq2SeqTransformer(
+        11, target_vocab_size=13, d_model=32, num_layers=2, num_heads=2, d_ff=64, max_len=9
+    )
     source = torch.randint(1, 11, (1, 8))
     target = torch.randint(1, 13, (1, 9))
     return model(source, target).cross_attentions[0].numel()

@@ -89,6 +89,15 @@ def test_task_is_reproducible_and_checks_its_arguments():
 # The model: shapes, masks
 
 
+def test_the_config_fills_in_the_decoder_layers_and_builds_the_same_model():
+    model = tiny_model()  # built from keyword arguments
+    assert model.config.num_decoder_layers == 2 == len(model.layers)
+    assert model.encoder.config.vocab_size == SOURCE_VOCAB
+    torch.manual_seed(0)  # the seed of tiny_model: the same weights from the config
+    same = Seq2SeqTransformer(model.config).eval()
+    torch.testing.assert_close(same.state_dict(), model.state_dict())
+
+
 def test_forward_returns_logits_and_every_layers_weights():
     model = tiny_model(num_decoder_layers=3)
     generator = torch.Generator().manual_seed(0)
@@ -190,15 +199,15 @@ def test_greedy_decode_is_the_argmax_of_the_full_forward_at_every_step(seed, ste
     written = greedy_decode(model, source, steps)
     assert written.shape == (4, steps) and written.dtype == torch.long
     decoder_input = torch.cat(
-        [torch.full((4, 1), model.bos_id), written[:, :-1]], dim=1
+        [torch.full((4, 1), model.config.bos_id), written[:, :-1]], dim=1
     )  # [B, steps]
     with torch.no_grad():
         expected = model(source, decoder_input).logits.argmax(dim=-1)  # [B, steps]
     for row in range(4):
-        ends = (written[row] == model.eos_id).nonzero()
+        ends = (written[row] == model.config.eos_id).nonzero()
         stop = steps if len(ends) == 0 else ends[0, 0].item() + 1
         assert torch.equal(written[row, :stop], expected[row, :stop])
-        assert (written[row, stop:] == model.pad_id).all()  # finished: padding after EOS
+        assert (written[row, stop:] == model.config.pad_id).all()  # finished: padding after EOS
 
 
 def test_greedy_decode_stops_a_sentence_at_eos():
@@ -206,7 +215,7 @@ def test_greedy_decode_stops_a_sentence_at_eos():
     with torch.no_grad():  # a model that always prefers EOS
         model.head.bias.fill_(0.0)
         model.head.weight.fill_(0.0)
-        model.head.bias[model.eos_id] = 1.0
+        model.head.bias[model.config.eos_id] = 1.0
     written = greedy_decode(model, torch.tensor([[3, 4, 5]]), 4)
     assert written.tolist() == [[2, 0, 0, 0]]
 

@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_lab.data import reversal_task
-from attention_lab.layers import TransformerEncoder
+from attention_lab.layers import EncoderConfig, TransformerEncoder
 from attention_lab.masks import padding_mask
 from attention_lab.training import (
     Evaluation,
     TokenClassifier,
+    TokenClassifierConfig,
     evaluate,
     pattern_share,
     token_loss,
@@ -61,6 +62,17 @@ def test_token_classifier_forwards_the_encoder_options():
     assert model.encoder.final_norm is not None
     assert all(layer.norm_first for layer in model.encoder.layers)
     assert model.encoder.layers[0].dropout1.p == 0.25
+
+
+def test_token_classifier_config_is_the_encoders_without_dropout():
+    config = TokenClassifierConfig(
+        vocab_size=6, d_model=16, num_layers=1, num_heads=1, d_ff=32, max_len=8
+    )
+    assert isinstance(config, EncoderConfig) and config.dropout == 0.0
+    model = tiny_model()  # built from keyword arguments
+    assert model.config == config and model.encoder.config is model.config
+    torch.manual_seed(0)  # the seed of tiny_model: the same weights from the config
+    torch.testing.assert_close(TokenClassifier(config).state_dict(), model.state_dict())
 
 
 def test_token_embedding_is_scaled_to_the_positional_encoding():

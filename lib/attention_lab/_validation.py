@@ -2,11 +2,16 @@
 
 The module is private to the package, its names are not: any module of the package may import
 them. Each raises ``TypeError`` for the wrong type and ``ValueError`` for a wrong value, with a
-message that names the argument, as the library's contract promises.
+message that names the argument, as the library's contract promises. :class:`ModelConfig` is
+the base of the assembled models' config dataclasses: the checks of the fields they share.
 """
 
+from __future__ import annotations
+
+import dataclasses
 import math
 import numbers
+from typing import Any, Self
 
 import numpy as np
 import torch
@@ -35,6 +40,16 @@ def check_bool(value: bool, name: str) -> None:
     """Require a real ``bool`` (not 0/1)."""
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+
+
+def check_activation(activation: str) -> None:
+    """Require the name of an activation the layers have: ``"relu"`` or ``"gelu"``."""
+    if not isinstance(activation, str):
+        raise TypeError(
+            f"activation must be 'relu' or 'gelu', got {type(activation).__name__} {activation!r}"
+        )
+    if activation not in ("relu", "gelu"):
+        raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
 
 
 def check_real_above(value: float, name: str, lower: float) -> None:
@@ -136,3 +151,79 @@ def as_float_array(
     if array.size == 0:
         raise ValueError(f"{name} must not be empty, got shape {tuple(array.shape)}")
     return array
+
+
+# The sizes a model config may hold: each, where a config has it, is a positive int.
+_CONFIG_SIZES = (
+    "vocab_size",
+    "source_vocab_size",
+    "target_vocab_size",
+    "type_vocab_size",
+    "max_len",
+    "d_model",
+    "num_layers",
+    "num_decoder_layers",
+    "num_heads",
+    "d_ff",
+)
+
+
+class ModelConfig:
+    """The base of the assembled models' settings, each a frozen, keyword-only dataclass.
+
+    Its ``__post_init__`` checks the fields the configs share, whichever of them a config has:
+    the sizes (``vocab_size``, ``d_model``, ``num_layers``, ``num_heads``, ``d_ff``,
+    ``max_len``, ...) are positive ints, ``dropout`` lies in ``[0, 1)``, ``activation`` is
+    ``"relu"`` or ``"gelu"``, ``norm_first`` and ``causal`` are bools, ``layer_norm_eps`` is
+    positive, and ``d_model`` is divisible by ``num_heads``. A subclass fills in its ``None``
+    defaults before calling it and checks its own fields after.
+    """
+
+    def __post_init__(self) -> None:
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        for name in _CONFIG_SIZES:
+            if name in fields:
+                check_int(fields[name], name)
+        if "dropout" in fields:
+            check_probability(fields["dropout"], "dropout")
+        if "activation" in fields:
+            check_activation(fields["activation"])
+        for name in ("norm_first", "causal"):
+            if name in fields:
+                check_bool(fields[name], name)
+        if "layer_norm_eps" in fields:
+            check_real_above(fields["layer_norm_eps"], "layer_norm_eps", 0.0)
+        if "d_model" in fields and "num_heads" in fields:
+            d_model, num_heads = fields["d_model"], fields["num_heads"]
+            if d_model % num_heads:
+                raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+
+    @classmethod
+    def from_arguments(cls, config: Self | int | None, options: dict[str, Any]) -> Self:
+        """The config a model's constructor was given, or the one its arguments describe.
+
+        ``Model(config)`` passes ``config``, returned as it is; ``Model(vocab_size, d_model=...,
+        ...)`` passes the config's first field (the vocabulary size) and the other fields as
+        keyword arguments, and ``Model(vocab_size=..., ...)`` passes ``None`` and all of them.
+
+        Raises:
+            TypeError: If ``config`` is neither an instance of ``cls`` nor an int, if a config
+                comes with keyword arguments, or if a keyword is not a field of ``cls``.
+            ValueError: If a field is out of range.
+        """
+        first = dataclasses.fields(cls)[0].name
+        if isinstance(config, cls):
+            if options:
+                raise TypeError(
+                    f"pass the {cls.__name__} or keyword arguments, not both; got "
+                    f"{', '.join(options)} besides the config"
+                )
+            return config
+        if config is None:
+            return cls(**options)
+        if isinstance(config, bool) or not isinstance(config, numbers.Integral):
+            raise TypeError(
+                f"config must be an instance of {cls.__name__} or an int ({first}), got "
+                f"{type(config).__name__}"
+            )
+        return cls(**{first: config}, **options)

@@ -162,8 +162,8 @@ def scaled_dot_product_attention(
 class SelfAttention(nn.Module):
     """One head of self-attention: queries, keys and values are projections of the same input.
 
-    The projections are the ``nn.Linear(embed_dim, head_dim)`` layers ``query``, ``key`` and
-    ``value``. There is no output projection.
+    The projections are the ``nn.Linear(embed_dim, head_dim)`` layers ``q_proj``, ``k_proj`` and
+    ``v_proj``, named as in :class:`MultiHeadAttention`. There is no output projection.
 
     Args:
         embed_dim: Width ``D`` of the input, a positive int.
@@ -188,9 +188,9 @@ class SelfAttention(nn.Module):
         check_bool(bias, "bias")
         self.embed_dim = embed_dim
         self.head_dim = head_dim
-        self.query = nn.Linear(embed_dim, head_dim, bias=bias)
-        self.key = nn.Linear(embed_dim, head_dim, bias=bias)
-        self.value = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.q_proj = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.k_proj = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.v_proj = nn.Linear(embed_dim, head_dim, bias=bias)
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
@@ -213,9 +213,9 @@ class SelfAttention(nn.Module):
         """
         check_sequence(x, "x", self.embed_dim)
         # The head dimension H = 1 gives weights the shape every attention module returns.
-        query = self.query(x).unsqueeze(1)  # [B, 1, T, Dh]
-        key = self.key(x).unsqueeze(1)  # [B, 1, T, Dh]
-        value = self.value(x).unsqueeze(1)  # [B, 1, T, Dh]
+        query = self.q_proj(x).unsqueeze(1)  # [B, 1, T, Dh]
+        key = self.k_proj(x).unsqueeze(1)  # [B, 1, T, Dh]
+        value = self.v_proj(x).unsqueeze(1)  # [B, 1, T, Dh]
         output, weights = scaled_dot_product_attention(query, key, value, mask)
         return output.squeeze(1), weights  # [B, T, Dh], [B, 1, T, T]
 

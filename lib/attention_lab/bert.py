@@ -3,9 +3,9 @@
 BERT (and all-MiniLM-L6-v2, the book's pretrained model) is an encoder: :class:`BertEmbedding`
 (word + learned position + token type embeddings, then LayerNorm) followed by post-norm
 :class:`~attention_lab.layers.EncoderLayer` blocks with GELU. :class:`BertEncoder` assembles
-them; :func:`key_mask` turns a tokenizer's 1/0 ``attention_mask`` into the library's boolean key
-mask; :func:`mean_pool` averages the hidden states of the real tokens, as sentence-transformers
-does.
+them, its sizes set by a :class:`BertEncoderConfig`; :func:`key_mask` turns a tokenizer's 1/0
+``attention_mask`` into the library's boolean key mask; :func:`mean_pool` averages the hidden
+states of the real tokens, as sentence-transformers does.
 
 Pure PyTorch: nothing here imports ``transformers``. Loading MiniLM's trained weights into a
 :class:`BertEncoder` is :func:`attention_lab.pretrained.encoder_from_minilm`.
@@ -13,10 +13,14 @@ Pure PyTorch: nothing here imports ``transformers``. Loading MiniLM's trained we
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import torch
 from torch import nn
 
 from attention_lab._validation import (
+    ModelConfig,
     check_id_range,
     check_int,
     check_probability,
@@ -26,7 +30,7 @@ from attention_lab._validation import (
 from attention_lab.layers import EncoderLayer
 from attention_lab.masks import padding_mask
 
-__all__ = ["BertEmbedding", "BertEncoder", "key_mask", "mean_pool"]
+__all__ = ["BertEncoderConfig", "BertEmbedding", "BertEncoder", "key_mask", "mean_pool"]
 
 
 class BertEmbedding(nn.Module):
@@ -117,6 +121,42 @@ class BertEmbedding(nn.Module):
         return self.dropout(self.norm(x))  # [B, T, D]
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BertEncoderConfig(ModelConfig):
+    """The settings of a :class:`BertEncoder`, checked when it is created.
+
+    Args:
+        vocab_size: Number of token ids, a positive int.
+        d_model: Model width ``D``, divisible by ``num_heads``.
+        num_layers: Number of encoder layers, a positive int.
+        num_heads: Heads per layer ``H``, a positive int.
+        d_ff: Hidden width of each feed-forward network.
+        max_len: Number of learned positions.
+        type_vocab_size: Number of token types.
+        layer_norm_eps: The ``eps`` of every LayerNorm (BERT uses ``1e-12``).
+        dropout: Dropout probability everywhere, in ``[0, 1)`` (inactive in ``eval()`` mode).
+
+    Raises:
+        TypeError: If a field has the wrong type.
+        ValueError: If a field is out of range.
+
+    Example:
+        >>> BertEncoderConfig(vocab_size=100, d_model=16, num_layers=2, num_heads=4, d_ff=32,
+        ...                   max_len=20).type_vocab_size
+        2
+    """
+
+    vocab_size: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    d_ff: int
+    max_len: int
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    dropout: float = 0.1
+
+
 class BertEncoder(nn.Module):
     """A BERT-style encoder built from this library's parts: :class:`BertEmbedding`, then
     ``num_layers`` post-norm :class:`~attention_lab.layers.EncoderLayer` blocks with GELU.
@@ -127,15 +167,9 @@ class BertEncoder(nn.Module):
     :class:`~attention_lab.attention.MultiHeadAttention`, the class the earlier chapters build.
 
     Args:
-        vocab_size: Number of token ids, a positive int.
-        d_model: Model width ``D``.
-        num_layers: Number of encoder layers, a positive int.
-        num_heads: Heads per layer ``H``; ``d_model`` must be divisible by it.
-        d_ff: Hidden width of each feed-forward network.
-        max_len: Number of learned positions.
-        type_vocab_size: Number of token types.
-        layer_norm_eps: The ``eps`` of every LayerNorm (BERT uses ``1e-12``).
-        dropout: Dropout probability everywhere, in ``[0, 1)`` (inactive in ``eval()`` mode).
+        config: A :class:`BertEncoderConfig`; or the vocabulary size, with the other fields of
+            :class:`BertEncoderConfig` as keyword arguments.
+        **options: The fields of :class:`BertEncoderConfig`, when ``config`` is not one.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -150,41 +184,28 @@ class BertEncoder(nn.Module):
         (torch.Size([1, 4, 16]), 2, torch.Size([1, 4, 4, 4]))
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int,
-        num_layers: int,
-        num_heads: int,
-        d_ff: int,
-        max_len: int,
-        type_vocab_size: int = 2,
-        *,
-        layer_norm_eps: float = 1e-12,
-        dropout: float = 0.1,
-    ) -> None:
+    def __init__(self, config: BertEncoderConfig | int | None = None, /, **options: Any) -> None:
         super().__init__()
-        check_int(num_layers, "num_layers")
-        self.d_model = d_model
+        self.config = config = BertEncoderConfig.from_arguments(config, options)
         self.embedding = BertEmbedding(
-            vocab_size,
-            d_model,
-            max_len,
-            type_vocab_size,
-            layer_norm_eps=layer_norm_eps,
-            dropout=dropout,
+            config.vocab_size,
+            config.d_model,
+            config.max_len,
+            config.type_vocab_size,
+            layer_norm_eps=config.layer_norm_eps,
+            dropout=config.dropout,
         )
         self.layers = nn.ModuleList(
             EncoderLayer(
-                d_model,
-                num_heads,
-                d_ff,
-                dropout=dropout,
+                config.d_model,
+                config.num_heads,
+                config.d_ff,
+                dropout=config.dropout,
                 activation="gelu",
                 norm_first=False,
-                layer_norm_eps=layer_norm_eps,
+                layer_norm_eps=config.layer_norm_eps,
             )
-            for _ in range(num_layers)
+            for _ in range(config.num_layers)
         )
 
     def forward(

@@ -6,9 +6,10 @@ that each *add* to a residual stream, no feed-forward network, no normalisation,
 unembedding. Because nothing but attention writes to the stream, every head's contribution can
 be taken out exactly, which is what an ablation needs.
 
-- :class:`AttentionOnlyTransformer`: the model. Called as ``model(token_ids, mask)`` it returns
-  ``(logits, attentions)``, so :func:`attention_lab.training.train` trains it unchanged; the
-  keyword ``ablate`` takes heads out (zeroed) or forces their pattern.
+- :class:`AttentionOnlyTransformer`: the model, set up by an :class:`AttentionOnlyConfig`.
+  Called as ``model(token_ids, mask)`` it returns ``(logits, attentions)``, so
+  :func:`attention_lab.training.train` trains it unchanged; the keyword ``ablate`` takes heads
+  out (zeroed) or forces their pattern.
 - :func:`head_contributions`: what each head of a
   :class:`~attention_lab.attention.MultiHeadAttention` adds to the residual stream,
   ``[B, H, T, D]``; they sum (plus the output bias) to its output.
@@ -23,14 +24,17 @@ Heads and layers are counted from 0.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import (
+    ModelConfig,
     check_id_range,
     check_int,
     check_logits_and_targets,
@@ -42,6 +46,7 @@ from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 
 __all__ = [
+    "AttentionOnlyConfig",
     "AttentionOnlyTransformer",
     "head_contributions",
     "induction_score",
@@ -135,6 +140,41 @@ def _check_ablate(ablate: object, num_layers: int, num_heads: int, seq_len: int)
     return checked
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AttentionOnlyConfig(ModelConfig):
+    """The settings of an :class:`AttentionOnlyTransformer`, checked when it is created.
+
+    Args:
+        vocab_size: Number of token ids ``V``, a positive int.
+        d_model: Width ``D`` of the residual stream, divisible by ``num_heads``.
+        num_layers: Number of attention layers, a positive int.
+        num_heads: Heads ``H`` per layer, a positive int.
+        max_len: Longest sequence the model accepts, a positive int.
+        positional: ``"learned"`` (a trained vector per position) or ``"sinusoidal"``.
+
+    Raises:
+        TypeError: If a field has the wrong type.
+        ValueError: If a field is out of range.
+
+    Example:
+        >>> AttentionOnlyConfig(vocab_size=10, d_model=16, num_layers=2, num_heads=2,
+        ...                     max_len=8).positional
+        'learned'
+    """
+
+    vocab_size: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    max_len: int
+    positional: str = "learned"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.positional not in _POSITIONAL:
+            raise ValueError(f"positional must be one of {_POSITIONAL}, got {self.positional!r}")
+
+
 class AttentionOnlyTransformer(nn.Module):
     """A decoder made of attention alone: embed, add positions, attention layers, unembed.
 
@@ -146,12 +186,9 @@ class AttentionOnlyTransformer(nn.Module):
     logits at position ``t`` predict token ``t + 1``.
 
     Args:
-        vocab_size: Number of token ids ``V``.
-        d_model: Width ``D`` of the residual stream, divisible by ``num_heads``.
-        num_layers: Number of attention layers.
-        num_heads: Heads ``H`` per layer.
-        max_len: Longest sequence the model accepts.
-        positional: ``"learned"`` (a trained vector per position) or ``"sinusoidal"``.
+        config: An :class:`AttentionOnlyConfig`; or the vocabulary size ``V``, with the other
+            fields of :class:`AttentionOnlyConfig` as keyword arguments.
+        **options: The fields of :class:`AttentionOnlyConfig`, when ``config`` is not one.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -165,37 +202,18 @@ class AttentionOnlyTransformer(nn.Module):
         (torch.Size([3, 8, 10]), 2, torch.Size([3, 2, 8, 8]))
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int,
-        num_layers: int,
-        num_heads: int,
-        max_len: int,
-        *,
-        positional: str = "learned",
-    ) -> None:
+    def __init__(self, config: AttentionOnlyConfig | int | None = None, /, **options: Any) -> None:
         super().__init__()
-        check_int(vocab_size, "vocab_size")
-        check_int(d_model, "d_model")
-        check_int(num_layers, "num_layers")
-        check_int(num_heads, "num_heads")
-        check_int(max_len, "max_len")
-        if positional not in _POSITIONAL:
-            raise ValueError(f"positional must be one of {_POSITIONAL}, got {positional!r}")
-        self.vocab_size = vocab_size
-        self.d_model = d_model
-        self.num_heads = num_heads
-        self.max_len = max_len
-        self.embedding = nn.Embedding(vocab_size, d_model)
-        if positional == "learned":
-            self.positional = LearnedPositionalEmbedding(max_len, d_model)
+        self.config = config = AttentionOnlyConfig.from_arguments(config, options)
+        self.embedding = nn.Embedding(config.vocab_size, config.d_model)
+        if config.positional == "learned":
+            self.positional = LearnedPositionalEmbedding(config.max_len, config.d_model)
         else:
-            self.positional = SinusoidalPositionalEncoding(d_model, max_len)
+            self.positional = SinusoidalPositionalEncoding(config.d_model, config.max_len)
         self.layers = nn.ModuleList(
-            MultiHeadAttention(d_model, num_heads) for _ in range(num_layers)
+            MultiHeadAttention(config.d_model, config.num_heads) for _ in range(config.num_layers)
         )
-        self.unembedding = nn.Linear(d_model, vocab_size)
+        self.unembedding = nn.Linear(config.d_model, config.vocab_size)
 
     def forward(
         self,
@@ -227,13 +245,13 @@ class AttentionOnlyTransformer(nn.Module):
                 ``[T, T]``, or ``ablate`` names a head the model lacks.
         """
         check_token_ids(token_ids, "token_ids")
-        check_id_range(token_ids, "token_ids", self.vocab_size, "V")
+        check_id_range(token_ids, "token_ids", self.config.vocab_size, "V")
         seq_len = token_ids.shape[1]
-        if seq_len > self.max_len:
+        if seq_len > self.config.max_len:
             raise ValueError(
-                f"token_ids has T={seq_len} positions, more than max_len={self.max_len}"
+                f"token_ids has T={seq_len} positions, more than max_len={self.config.max_len}"
             )
-        ablations = _check_ablate(ablate, len(self.layers), self.num_heads, seq_len)
+        ablations = _check_ablate(ablate, len(self.layers), self.config.num_heads, seq_len)
         allowed = causal_mask(seq_len, device=token_ids.device)  # [T, T]
         if mask is not None:
             check_mask(mask)
@@ -245,7 +263,7 @@ class AttentionOnlyTransformer(nn.Module):
             heads_here = {h: p for (i, h), p in ablations.items() if i == index}
             if heads_here:
                 weights = weights.clone()
-                keep = torch.ones(self.num_heads, dtype=x.dtype, device=x.device)  # [H]
+                keep = torch.ones(self.config.num_heads, dtype=x.dtype, device=x.device)  # [H]
                 for head, pattern in heads_here.items():
                     if pattern is None:
                         keep[head] = 0.0

@@ -22,15 +22,16 @@ from a ``torch.Generator`` seeded by the caller.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import torch
 from torch import nn
 
 from attention_lab._validation import (
+    ModelConfig,
     check_bool,
     check_id_range,
     check_int,
-    check_probability,
     check_real_above,
     check_token_ids,
 )
@@ -48,8 +49,8 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(frozen=True)
-class DecoderConfig:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DecoderConfig(ModelConfig):
     """The settings of a :class:`DecoderLM`, checked when it is created.
 
     Args:
@@ -87,18 +88,11 @@ class DecoderConfig:
     causal: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "max_len", "d_model", "num_layers", "num_heads"):
-            check_int(getattr(self, name), name)
         if self.d_ff is None:
+            check_int(self.d_model, "d_model")
             # A frozen dataclass: fill in the default the way dataclasses document it.
             object.__setattr__(self, "d_ff", 4 * self.d_model)
-        check_int(self.d_ff, "d_ff")
-        check_probability(self.dropout, "dropout")
-        check_bool(self.causal, "causal")
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
-            )
+        super().__post_init__()
 
 
 def _run_layer_cached(
@@ -125,10 +119,14 @@ class DecoderLM(nn.Module):
     GPT-2.
 
     Args:
-        config: A :class:`DecoderConfig`.
+        config: A :class:`DecoderConfig`; or the vocabulary size, with the other fields of
+            :class:`DecoderConfig` as keyword arguments.
+        **options: The fields of :class:`DecoderConfig`, when ``config`` is not one.
 
     Raises:
-        TypeError: If ``config`` is not a :class:`DecoderConfig`.
+        TypeError: If ``config`` is neither a :class:`DecoderConfig` nor an int, or a field
+            has the wrong type.
+        ValueError: If a field is out of range.
 
     Example:
         >>> torch.manual_seed(0) and None
@@ -138,11 +136,9 @@ class DecoderLM(nn.Module):
         (torch.Size([1, 4, 5]), torch.Size([1, 2, 4, 4]))
     """
 
-    def __init__(self, config: DecoderConfig) -> None:
+    def __init__(self, config: DecoderConfig | int | None = None, /, **options: Any) -> None:
         super().__init__()
-        if not isinstance(config, DecoderConfig):
-            raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
-        self.config = config
+        self.config = config = DecoderConfig.from_arguments(config, options)
         self.embedding = token_embedding(config.vocab_size, config.d_model)
         self.register_buffer(
             "position_encoding",

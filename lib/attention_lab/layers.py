@@ -11,17 +11,25 @@ The parameter names follow PyTorch's ``nn.TransformerEncoderLayer`` (``linear1``
 ``norm1``, ``norm2``, ...), and ``from_torch`` copies a PyTorch layer so the two can be checked
 against each other. Masks keep the library's one polarity: ``torch.bool``, ``True`` = may attend
 (PyTorch's layers use the opposite for bool masks: pass ``~mask`` to them).
+
+The blocks take their sizes as arguments; the assembled :class:`TransformerEncoder` takes a
+frozen :class:`EncoderConfig` (or its fields as keyword arguments), as every model of the
+library does.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import (
+    ModelConfig,
+    check_activation,
     check_bool,
     check_id_range,
     check_int,
@@ -35,6 +43,7 @@ from attention_lab.positional import SinusoidalPositionalEncoding
 
 __all__ = [
     "DecoderLayer",
+    "EncoderConfig",
     "EncoderLayer",
     "FeedForward",
     "TransformerEncoder",
@@ -43,15 +52,6 @@ __all__ = [
 ]
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
-
-
-def _check_activation(activation: str) -> None:
-    if not isinstance(activation, str):
-        raise TypeError(
-            f"activation must be 'relu' or 'gelu', got {type(activation).__name__} {activation!r}"
-        )
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be 'relu' or 'gelu', got {activation!r}")
 
 
 def _torch_activation_name(module: nn.Module) -> str:
@@ -103,7 +103,7 @@ class FeedForward(nn.Module):
         d_ff = 4 * d_model if d_ff is None else d_ff
         check_int(d_ff, "d_ff")
         check_probability(dropout, "dropout")
-        _check_activation(activation)
+        check_activation(activation)
         self.d_model = d_model
         self.d_ff = d_ff
         self.activation = activation
@@ -454,6 +454,45 @@ def embed_tokens(embedding: nn.Embedding, token_ids: torch.Tensor) -> torch.Tens
     return embedding(token_ids) * math.sqrt(embedding.embedding_dim)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EncoderConfig(ModelConfig):
+    """The settings of a :class:`TransformerEncoder`, checked when it is created.
+
+    Args:
+        vocab_size: Number of token ids, a positive int.
+        d_model: Model width ``D``, divisible by ``num_heads``.
+        num_layers: Number of encoder layers, a positive int.
+        num_heads: Heads per layer ``H``, a positive int.
+        d_ff: Hidden width of each feed-forward network, a positive int.
+        max_len: Positions whose encoding is precomputed (longer inputs still work).
+        dropout: Dropout probability everywhere, in ``[0, 1)``.
+        activation: ``"relu"`` or ``"gelu"``.
+        norm_first: ``False`` for post-norm layers, ``True`` for pre-norm.
+        layer_norm_eps: The ``eps`` of every LayerNorm, a positive float.
+
+    Raises:
+        TypeError: If a field has the wrong type.
+        ValueError: If a field is out of range, e.g. ``d_model`` not divisible by
+            ``num_heads``.
+
+    Example:
+        >>> EncoderConfig(vocab_size=100, d_model=16, num_layers=2, num_heads=4, d_ff=32,
+        ...               max_len=20).dropout
+        0.1
+    """
+
+    vocab_size: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    d_ff: int
+    max_len: int
+    dropout: float = 0.1
+    activation: str = "relu"
+    norm_first: bool = False
+    layer_norm_eps: float = 1e-5
+
+
 class TransformerEncoder(nn.Module):
     """A small Transformer encoder: token embedding × √d_model, plus the sinusoidal positional
     encoding, then ``num_layers`` :class:`EncoderLayer` blocks (and a final LayerNorm when the
@@ -464,16 +503,9 @@ class TransformerEncoder(nn.Module):
     the tokens √d_model times larger).
 
     Args:
-        vocab_size: Number of token ids, a positive int.
-        d_model: Model width ``D``.
-        num_layers: Number of encoder layers, a positive int.
-        num_heads: Heads per layer.
-        d_ff: Hidden width of each feed-forward network.
-        max_len: Positions whose encoding is precomputed (longer inputs still work).
-        dropout: Dropout probability everywhere, in ``[0, 1)``.
-        activation: ``"relu"`` or ``"gelu"``.
-        norm_first: ``False`` for post-norm layers, ``True`` for pre-norm.
-        layer_norm_eps: The ``eps`` of every LayerNorm.
+        config: An :class:`EncoderConfig`; or the vocabulary size, with the other fields of
+            :class:`EncoderConfig` as keyword arguments.
+        **options: The fields of :class:`EncoderConfig`, when ``config`` is not one.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -487,41 +519,28 @@ class TransformerEncoder(nn.Module):
         (torch.Size([3, 7, 16]), 2, torch.Size([3, 4, 7, 7]))
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int,
-        num_layers: int,
-        num_heads: int,
-        d_ff: int,
-        max_len: int,
-        *,
-        dropout: float = 0.1,
-        activation: str = "relu",
-        norm_first: bool = False,
-        layer_norm_eps: float = 1e-5,
-    ) -> None:
+    def __init__(self, config: EncoderConfig | int | None = None, /, **options: Any) -> None:
         super().__init__()
-        check_int(vocab_size, "vocab_size")
-        check_int(num_layers, "num_layers")
-        check_int(max_len, "max_len")
-        self.vocab_size = vocab_size
-        self.d_model = d_model
-        self.embedding = token_embedding(vocab_size, d_model)
-        self.positional = SinusoidalPositionalEncoding(d_model, max_len, dropout=dropout)
+        self.config = config = EncoderConfig.from_arguments(config, options)
+        self.embedding = token_embedding(config.vocab_size, config.d_model)
+        self.positional = SinusoidalPositionalEncoding(
+            config.d_model, config.max_len, dropout=config.dropout
+        )
         self.layers = nn.ModuleList(
             EncoderLayer(
-                d_model,
-                num_heads,
-                d_ff,
-                dropout=dropout,
-                activation=activation,
-                norm_first=norm_first,
-                layer_norm_eps=layer_norm_eps,
+                config.d_model,
+                config.num_heads,
+                config.d_ff,
+                dropout=config.dropout,
+                activation=config.activation,
+                norm_first=config.norm_first,
+                layer_norm_eps=config.layer_norm_eps,
             )
-            for _ in range(num_layers)
+            for _ in range(config.num_layers)
         )
-        self.final_norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else None
+        self.final_norm = (
+            nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
+        )
 
     def forward(
         self, token_ids: torch.Tensor, mask: torch.Tensor | None = None
@@ -543,7 +562,7 @@ class TransformerEncoder(nn.Module):
             ValueError: If ``token_ids`` is not 2-D or holds an id outside the vocabulary.
         """
         check_token_ids(token_ids, "token_ids")
-        check_id_range(token_ids, "token_ids", self.vocab_size, "vocab_size")
+        check_id_range(token_ids, "token_ids", self.config.vocab_size, "vocab_size")
         x = embed_tokens(self.embedding, token_ids)  # [B, T, D], embeddings × sqrt(D)
         x = self.positional(x)  # [B, T, D]
         attentions = []

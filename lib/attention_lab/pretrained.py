@@ -36,9 +36,15 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import check_int
 
-# The encoder moved to attention_lab.bert; all four names stay importable from here, where the
-# pages and the labs' checks import them.
-from attention_lab.bert import BertEmbedding, BertEncoder, key_mask, mean_pool  # noqa: F401
+# The encoder moved to attention_lab.bert; its four older names stay importable from here, where
+# the pages and the labs' checks import them.
+from attention_lab.bert import (  # noqa: F401
+    BertEmbedding,
+    BertEncoder,
+    BertEncoderConfig,
+    key_mask,
+    mean_pool,
+)
 
 if TYPE_CHECKING:  # only for annotations; never executed at run time
     import transformers
@@ -250,15 +256,17 @@ def encoder_from_minilm() -> BertEncoder:
                 f"config.json has {key}={config[key]!r}; BertEncoder supports {expected!r} only"
             )
     encoder = BertEncoder(
-        config["vocab_size"],
-        config["hidden_size"],
-        config["num_hidden_layers"],
-        config["num_attention_heads"],
-        config["intermediate_size"],
-        config["max_position_embeddings"],
-        config["type_vocab_size"],
-        layer_norm_eps=config["layer_norm_eps"],
-        dropout=config["hidden_dropout_prob"],
+        BertEncoderConfig(
+            vocab_size=config["vocab_size"],
+            d_model=config["hidden_size"],
+            num_layers=config["num_hidden_layers"],
+            num_heads=config["num_attention_heads"],
+            d_ff=config["intermediate_size"],
+            max_len=config["max_position_embeddings"],
+            type_vocab_size=config["type_vocab_size"],
+            layer_norm_eps=config["layer_norm_eps"],
+            dropout=config["hidden_dropout_prob"],
+        )
     )
     theirs = load_file(folder / "model.safetensors")
     names = _minilm_to_ours(config["num_hidden_layers"])

@@ -10,7 +10,8 @@ that alignment:
   sentence of length ``L`` is a translation of source position ``L - 1 - j``.
 - :class:`Seq2SeqTransformer`: the library's :class:`~attention_lab.layers.TransformerEncoder`
   and a stack of :class:`~attention_lab.layers.DecoderLayer`, returning the logits and every
-  layer's cross-attention weights. It builds its own masks from ``pad_id``.
+  layer's cross-attention weights, set up by a :class:`Seq2SeqConfig`. It builds its own masks
+  from ``pad_id``.
 - :func:`greedy_decode`: write a target one token at a time, each the most likely next token.
 
 Train it with :func:`attention_lab.training.train`, passing the inputs as a pair
@@ -20,18 +21,26 @@ Train it with :func:`attention_lab.training.train`, passing the inputs as a pair
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
-from attention_lab._validation import check_id_range, check_int, check_token_ids
-from attention_lab.layers import DecoderLayer, TransformerEncoder, embed_tokens, token_embedding
+from attention_lab._validation import ModelConfig, check_id_range, check_int, check_token_ids
+from attention_lab.layers import (
+    DecoderLayer,
+    EncoderConfig,
+    TransformerEncoder,
+    embed_tokens,
+    token_embedding,
+)
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
 from attention_lab.positional import SinusoidalPositionalEncoding
 
 __all__ = [
+    "Seq2SeqConfig",
     "Seq2SeqOutput",
     "Seq2SeqTransformer",
     "TranslationTask",
@@ -152,6 +161,74 @@ class Seq2SeqOutput(NamedTuple):
     encoder_attentions: list[torch.Tensor]
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Seq2SeqConfig(ModelConfig):
+    """The settings of a :class:`Seq2SeqTransformer`, checked when it is created.
+
+    Args:
+        source_vocab_size: Number of source ids ``Vs``, a positive int.
+        target_vocab_size: Number of target ids ``V``, including ``pad_id``, ``bos_id`` and
+            ``eos_id``.
+        d_model: Model width ``D``, divisible by ``num_heads``.
+        num_layers: Encoder layers, a positive int.
+        num_heads: Attention heads ``H`` of every attention.
+        d_ff: Hidden width of each feed-forward network.
+        max_len: Positions whose encoding is precomputed.
+        num_decoder_layers: Decoder layers; ``num_layers`` when ``None``.
+        dropout: Dropout probability everywhere, in ``[0, 1)``.
+        activation: ``"relu"`` or ``"gelu"``.
+        norm_first: ``False`` for post-norm layers, ``True`` for pre-norm (each stack then
+            ends with a LayerNorm).
+        pad_id: Padding id of source and target.
+        bos_id: Target id that starts decoding.
+        eos_id: Target id that ends a sentence.
+
+    Raises:
+        TypeError: If a field has the wrong type.
+        ValueError: If a field is out of range, or the three special ids are not distinct ids
+            of the target vocabulary.
+
+    Example:
+        >>> Seq2SeqConfig(source_vocab_size=10, target_vocab_size=12, d_model=16, num_layers=2,
+        ...               num_heads=2, d_ff=32, max_len=8).num_decoder_layers
+        2
+    """
+
+    source_vocab_size: int
+    target_vocab_size: int
+    d_model: int
+    num_layers: int
+    num_heads: int
+    d_ff: int
+    max_len: int
+    num_decoder_layers: int | None = None
+    dropout: float = 0.0
+    activation: str = "relu"
+    norm_first: bool = False
+    pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+
+    def __post_init__(self) -> None:
+        if self.num_decoder_layers is None:
+            # A frozen dataclass: fill in the default the way dataclasses document it.
+            object.__setattr__(self, "num_decoder_layers", self.num_layers)
+        super().__post_init__()
+        special = (("pad_id", self.pad_id), ("bos_id", self.bos_id), ("eos_id", self.eos_id))
+        for name, value in special:
+            check_int(value, name, minimum=0)
+            if value >= self.target_vocab_size:
+                raise ValueError(
+                    f"{name}={value} is not an id of the target vocabulary "
+                    f"(target_vocab_size={self.target_vocab_size})"
+                )
+        if len({self.pad_id, self.bos_id, self.eos_id}) != 3:
+            raise ValueError(
+                f"pad_id, bos_id and eos_id must differ, got {self.pad_id}, {self.bos_id}, "
+                f"{self.eos_id}"
+            )
+
+
 class Seq2SeqTransformer(nn.Module):
     """An encoder–decoder Transformer: the source is encoded once, the decoder writes the target.
 
@@ -166,22 +243,9 @@ class Seq2SeqTransformer(nn.Module):
     - decoder self-attention: causal & target padding, ``[B, 1, T, T]``.
 
     Args:
-        source_vocab_size: Number of source ids ``Vs``.
-        target_vocab_size: Number of target ids ``V``, including ``pad_id``, ``bos_id`` and
-            ``eos_id``.
-        d_model: Model width ``D``.
-        num_layers: Encoder layers.
-        num_heads: Attention heads ``H`` of every attention.
-        d_ff: Hidden width of each feed-forward network.
-        max_len: Positions whose encoding is precomputed.
-        num_decoder_layers: Decoder layers; ``num_layers`` when ``None``.
-        dropout: Dropout probability everywhere, in ``[0, 1)``.
-        activation: ``"relu"`` or ``"gelu"``.
-        norm_first: ``False`` for post-norm layers, ``True`` for pre-norm (each stack then
-            ends with a LayerNorm).
-        pad_id: Padding id of source and target.
-        bos_id: Target id that starts decoding.
-        eos_id: Target id that ends a sentence.
+        config: A :class:`Seq2SeqConfig`; or the source vocabulary size, with the other fields
+            of :class:`Seq2SeqConfig` as keyword arguments.
+        **options: The fields of :class:`Seq2SeqConfig`, when ``config`` is not one.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -189,77 +253,41 @@ class Seq2SeqTransformer(nn.Module):
             ids of the target vocabulary.
 
     Example:
-        >>> model = Seq2SeqTransformer(10, 12, d_model=16, num_layers=1, num_heads=2, d_ff=32,
-        ...                            max_len=8)
+        >>> model = Seq2SeqTransformer(10, target_vocab_size=12, d_model=16, num_layers=1,
+        ...                            num_heads=2, d_ff=32, max_len=8)
         >>> out = model(torch.randint(1, 10, (3, 6)), torch.randint(1, 12, (3, 5)))
         >>> out.logits.shape, out.cross_attentions[0].shape
         (torch.Size([3, 5, 12]), torch.Size([3, 2, 5, 6]))
     """
 
-    def __init__(
-        self,
-        source_vocab_size: int,
-        target_vocab_size: int,
-        d_model: int,
-        num_layers: int,
-        num_heads: int,
-        d_ff: int,
-        max_len: int,
-        *,
-        num_decoder_layers: int | None = None,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = False,
-        pad_id: int = 0,
-        bos_id: int = 1,
-        eos_id: int = 2,
-    ) -> None:
+    def __init__(self, config: Seq2SeqConfig | int | None = None, /, **options: Any) -> None:
         super().__init__()
-        check_int(target_vocab_size, "target_vocab_size")
-        num_decoder_layers = num_layers if num_decoder_layers is None else num_decoder_layers
-        check_int(num_decoder_layers, "num_decoder_layers")
-        for value, name in ((pad_id, "pad_id"), (bos_id, "bos_id"), (eos_id, "eos_id")):
-            check_int(value, name, minimum=0)
-            if value >= target_vocab_size:
-                raise ValueError(
-                    f"{name}={value} is not an id of the target vocabulary "
-                    f"(target_vocab_size={target_vocab_size})"
-                )
-        if len({pad_id, bos_id, eos_id}) != 3:
-            raise ValueError(
-                f"pad_id, bos_id and eos_id must differ, got {pad_id}, {bos_id}, {eos_id}"
-            )
+        self.config = config = Seq2SeqConfig.from_arguments(config, options)
+        # What every block of both stacks shares.
+        block = {
+            "dropout": config.dropout,
+            "activation": config.activation,
+            "norm_first": config.norm_first,
+        }
+        sizes = {"d_model": config.d_model, "num_heads": config.num_heads, "d_ff": config.d_ff}
         self.encoder = TransformerEncoder(
-            source_vocab_size,
-            d_model,
-            num_layers,
-            num_heads,
-            d_ff,
-            max_len,
-            dropout=dropout,
-            activation=activation,
-            norm_first=norm_first,
-        )
-        self.embedding = token_embedding(target_vocab_size, d_model)
-        self.positional = SinusoidalPositionalEncoding(d_model, max_len, dropout=dropout)
-        self.layers = nn.ModuleList(
-            DecoderLayer(
-                d_model,
-                num_heads,
-                d_ff,
-                dropout=dropout,
-                activation=activation,
-                norm_first=norm_first,
+            EncoderConfig(
+                vocab_size=config.source_vocab_size,
+                num_layers=config.num_layers,
+                max_len=config.max_len,
+                **sizes,
+                **block,
             )
-            for _ in range(num_decoder_layers)
         )
-        self.final_norm = nn.LayerNorm(d_model) if norm_first else None
-        self.head = nn.Linear(d_model, target_vocab_size)
-        self.d_model = d_model
-        self.target_vocab_size = target_vocab_size
-        self.pad_id = pad_id
-        self.bos_id = bos_id
-        self.eos_id = eos_id
+        self.embedding = token_embedding(config.target_vocab_size, config.d_model)
+        self.positional = SinusoidalPositionalEncoding(
+            config.d_model, config.max_len, dropout=config.dropout
+        )
+        self.layers = nn.ModuleList(
+            DecoderLayer(**sizes, **block) for _ in range(config.num_decoder_layers)
+        )
+        self.final_norm = nn.LayerNorm(config.d_model) if config.norm_first else None
+        self.head = nn.Linear(config.d_model, config.target_vocab_size)
 
     def encode(self, source_ids: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Encode the source once; :meth:`decode` reads the result.
@@ -276,7 +304,7 @@ class Seq2SeqTransformer(nn.Module):
             ValueError: If ``source_ids`` is not 2-D or holds an id outside the vocabulary.
         """
         check_token_ids(source_ids, "source_ids")
-        return self.encoder(source_ids, padding_mask(source_ids, self.pad_id))
+        return self.encoder(source_ids, padding_mask(source_ids, self.config.pad_id))
 
     def decode(
         self, target_ids: torch.Tensor, memory: torch.Tensor, source_ids: torch.Tensor
@@ -303,7 +331,7 @@ class Seq2SeqTransformer(nn.Module):
                 f"memory must have shape [B, S, D] with [B, S] = {list(source_ids.shape)}, the "
                 f"shape of source_ids, got {list(memory.shape)}"
             )
-        return self._decode(target_ids, memory, padding_mask(source_ids, self.pad_id))
+        return self._decode(target_ids, memory, padding_mask(source_ids, self.config.pad_id))
 
     def _decode(
         self, target_ids: torch.Tensor, memory: torch.Tensor, source_keep: torch.Tensor
@@ -312,7 +340,7 @@ class Seq2SeqTransformer(nn.Module):
         length = target_ids.shape[1]
         self_mask = combine_masks(
             causal_mask(length, device=target_ids.device),
-            padding_mask(target_ids, self.pad_id),
+            padding_mask(target_ids, self.config.pad_id),
         )  # [B, 1, T, T]
         x = embed_tokens(self.embedding, target_ids)  # [B, T, D], embeddings × sqrt(D)
         x = self.positional(x)  # [B, T, D]
@@ -346,7 +374,7 @@ class Seq2SeqTransformer(nn.Module):
                 their vocabulary.
         """
         self._check_pair(source_ids, target_ids)
-        source_keep = padding_mask(source_ids, self.pad_id)  # [B, 1, 1, S]
+        source_keep = padding_mask(source_ids, self.config.pad_id)  # [B, 1, 1, S]
         memory, encoder_attentions = self.encoder(source_ids, source_keep)  # [B, S, D]
         logits, cross, decoder = self._decode(target_ids, memory, source_keep)
         return Seq2SeqOutput(logits, cross, decoder, encoder_attentions)
@@ -359,9 +387,9 @@ class Seq2SeqTransformer(nn.Module):
                 "source_ids and target_ids must have the same batch size B, got "
                 f"{source_ids.shape[0]} and {target_ids.shape[0]}"
             )
-        vocab_size = self.encoder.vocab_size
-        check_id_range(source_ids, "source_ids", vocab_size, "source_vocab_size")
-        check_id_range(target_ids, "target_ids", self.target_vocab_size, "target_vocab_size")
+        config = self.config
+        check_id_range(source_ids, "source_ids", config.source_vocab_size, "source_vocab_size")
+        check_id_range(target_ids, "target_ids", config.target_vocab_size, "target_vocab_size")
 
 
 def greedy_decode(model: Seq2SeqTransformer, source_ids: torch.Tensor, steps: int) -> torch.Tensor:
@@ -375,7 +403,7 @@ def greedy_decode(model: Seq2SeqTransformer, source_ids: torch.Tensor, steps: in
 
     Args:
         model: A :class:`Seq2SeqTransformer`.
-        source_ids: Shape ``[B, S]``, an integer dtype, padded with ``model.pad_id``.
+        source_ids: Shape ``[B, S]``, an integer dtype, padded with ``model.config.pad_id``.
         steps: Tokens to write, a positive int (every sentence stops after ``steps``).
 
     Returns:
@@ -387,8 +415,8 @@ def greedy_decode(model: Seq2SeqTransformer, source_ids: torch.Tensor, steps: in
         ValueError: If ``source_ids`` is not 2-D or ``steps`` is not positive.
 
     Example:
-        >>> model = Seq2SeqTransformer(10, 12, d_model=16, num_layers=1, num_heads=2, d_ff=32,
-        ...                            max_len=8)
+        >>> model = Seq2SeqTransformer(10, target_vocab_size=12, d_model=16, num_layers=1,
+        ...                            num_heads=2, d_ff=32, max_len=8)
         >>> greedy_decode(model, torch.randint(1, 10, (3, 6)), steps=7).shape
         torch.Size([3, 7])
     """
@@ -400,16 +428,16 @@ def greedy_decode(model: Seq2SeqTransformer, source_ids: torch.Tensor, steps: in
     model.eval()
     try:
         with torch.no_grad():
-            source_keep = padding_mask(source_ids, model.pad_id)  # [B, 1, 1, S]
+            source_keep = padding_mask(source_ids, model.config.pad_id)  # [B, 1, 1, S]
             memory, _ = model.encoder(source_ids, source_keep)  # [B, S, D]
             batch = source_ids.shape[0]
-            written = torch.full((batch, 1), model.bos_id, dtype=torch.long)  # [B, 1]
+            written = torch.full((batch, 1), model.config.bos_id, dtype=torch.long)  # [B, 1]
             finished = torch.zeros(batch, dtype=torch.bool)  # [B]
             for _ in range(steps):
                 logits, _, _ = model._decode(written, memory, source_keep)  # [B, t, V]
                 token = logits[:, -1].argmax(dim=-1)  # [B]
-                token = token.masked_fill(finished, model.pad_id)
-                finished |= token == model.eos_id
+                token = token.masked_fill(finished, model.config.pad_id)
+                finished |= token == model.config.eos_id
                 written = torch.cat([written, token[:, None]], dim=1)  # [B, t + 1]
     finally:
         model.train(was_training)

@@ -4,7 +4,8 @@ Enough to watch attention learn a patterned task (such as ``attention_lab.data.r
 on a CPU in seconds, with nothing hidden in a framework:
 
 - :class:`TokenClassifier`: a :class:`~attention_lab.layers.TransformerEncoder` with a linear
-  head that turns every position's vector into logits over the vocabulary.
+  head that turns every position's vector into logits over the vocabulary, set up by a
+  :class:`TokenClassifierConfig`.
 - :func:`token_loss`: cross-entropy over the positions whose target is not padding.
 - :func:`train`: AdamW on random mini-batches, reproducible from one seed; it returns the loss
   of every step.
@@ -18,10 +19,11 @@ Nothing here prints; pass a ``callback`` to :func:`train` to watch progress.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -34,10 +36,18 @@ from attention_lab._validation import (
     check_real_above,
     check_token_ids,
 )
-from attention_lab.layers import TransformerEncoder
+from attention_lab.layers import EncoderConfig, TransformerEncoder
 from attention_lab.masks import padding_mask
 
-__all__ = ["Evaluation", "TokenClassifier", "evaluate", "pattern_share", "token_loss", "train"]
+__all__ = [
+    "Evaluation",
+    "TokenClassifier",
+    "TokenClassifierConfig",
+    "evaluate",
+    "pattern_share",
+    "token_loss",
+    "train",
+]
 
 
 def _check_pad_id(pad_id: int | None) -> None:
@@ -109,6 +119,21 @@ def _rows(
     return inputs[rows]
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TokenClassifierConfig(EncoderConfig):
+    """The settings of a :class:`TokenClassifier`: those of its encoder,
+    :class:`~attention_lab.layers.EncoderConfig`, with no dropout by default (a small task
+    trained for seconds does not need it).
+
+    Example:
+        >>> TokenClassifierConfig(vocab_size=10, d_model=16, num_layers=1, num_heads=2,
+        ...                       d_ff=32, max_len=8).dropout
+        0.0
+    """
+
+    dropout: float = 0.0
+
+
 class TokenClassifier(nn.Module):
     """A Transformer encoder with a linear head: logits over the vocabulary at every position.
 
@@ -120,15 +145,9 @@ class TokenClassifier(nn.Module):
     :class:`~attention_lab.layers.TransformerEncoder`), which a task about positions needs.
 
     Args:
-        vocab_size: Number of token ids ``V``, for the inputs and the predicted outputs.
-        d_model: Model width ``D``.
-        num_layers: Number of encoder layers.
-        num_heads: Attention heads per layer.
-        d_ff: Hidden width of each feed-forward network.
-        max_len: Longest sequence whose positional encoding is precomputed.
-        dropout: Dropout probability in the encoder, in ``[0, 1)``.
-        activation: ``"relu"`` or ``"gelu"``.
-        norm_first: ``False`` for post-norm layers, ``True`` for pre-norm.
+        config: A :class:`TokenClassifierConfig`; or the vocabulary size ``V`` (of the inputs
+            and the predicted outputs), with its other fields as keyword arguments.
+        **options: The fields of :class:`TokenClassifierConfig`, when ``config`` is not one.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -144,31 +163,12 @@ class TokenClassifier(nn.Module):
     """
 
     def __init__(
-        self,
-        vocab_size: int,
-        d_model: int,
-        num_layers: int,
-        num_heads: int,
-        d_ff: int,
-        max_len: int,
-        *,
-        dropout: float = 0.0,
-        activation: str = "relu",
-        norm_first: bool = False,
+        self, config: TokenClassifierConfig | int | None = None, /, **options: Any
     ) -> None:
         super().__init__()
-        self.encoder = TransformerEncoder(
-            vocab_size,
-            d_model,
-            num_layers,
-            num_heads,
-            d_ff,
-            max_len,
-            dropout=dropout,
-            activation=activation,
-            norm_first=norm_first,
-        )
-        self.head = nn.Linear(d_model, vocab_size)
+        self.config = config = TokenClassifierConfig.from_arguments(config, options)
+        self.encoder = TransformerEncoder(config)
+        self.head = nn.Linear(config.d_model, config.vocab_size)
 
     def forward(
         self, token_ids: torch.Tensor, mask: torch.Tensor | None = None
