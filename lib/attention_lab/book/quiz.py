@@ -243,7 +243,7 @@ def quiz_html_and_script(questions: list[dict], name: str) -> tuple[str, str]:
     return html, script
 
 
-def show_quiz(quiz: str | os.PathLike | list[dict], *, name: str | None = None) -> None:
+def show_quiz(quiz: str | list[dict], *, name: str | None = None) -> None:
     """Display a quiz, to be graded in the browser with no kernel.
 
     Args:
