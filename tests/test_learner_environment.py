@@ -152,8 +152,6 @@ def test_a_notebook_installs_the_library_from_the_site_and_the_chapters_run(
         f"{site_packages}\n"
     )
     python = fresh / "bin" / "python"
-    missing = subprocess.run([str(python), "-c", "import attention_lab"], capture_output=True)
-    assert missing.returncode != 0, "attention_lab is already there: nothing to bootstrap"
     # The notebooks as a learner downloads them, each on its own.
     env = {
         **os.environ,
@@ -164,6 +162,11 @@ def test_a_notebook_installs_the_library_from_the_site_and_the_chapters_run(
         "PYTHONPATH": "",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
     }
+    env.pop("PYTHONPATH")  # not the repository's lib/: the library comes from the site
+    missing = subprocess.run(
+        [str(python), "-c", "import attention_lab"], capture_output=True, env=env
+    )
+    assert missing.returncode != 0, "attention_lab is already there: nothing to bootstrap"
     times = {}
     for relative in RUN:
         folder = tmp_path / Path(relative).stem
@@ -189,6 +192,7 @@ def test_a_notebook_installs_the_library_from_the_site_and_the_chapters_run(
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     ).stdout
     assert str(fresh) in found, found  # installed by the notebook, into the new environment
     print(
