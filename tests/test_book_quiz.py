@@ -182,3 +182,19 @@ def test_the_old_module_name_still_works():
     for name in ("QUESTION_TYPES", "load_quiz", "quiz_html_and_script", "show_quiz"):
         assert getattr(old, name) is getattr(quiz, name)
     assert old.validate_quiz is validate_quiz
+
+
+def test_show_quiz_takes_the_questions_themselves_as_a_notebook_embeds_them():
+    InteractiveShell.instance()
+    try:
+        with capture_output() as captured:
+            show_quiz(copy.deepcopy(GOOD), name="05_masks")
+    finally:
+        InteractiveShell.clear_instance()
+    html, script = captured.outputs
+    assert html.data["text/html"].startswith('<div id="quiz_05_masks" ')
+    assert json.dumps(GOOD[1]["answers"][0]) in script.data["application/javascript"].replace(
+        "\n", ""
+    )
+    with pytest.raises(ValueError, match="question 0"):
+        show_quiz([{"type": "numeric"}])

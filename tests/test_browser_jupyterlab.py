@@ -182,6 +182,19 @@ def test_a_chapter_runs_in_jupyterlab_with_its_figures_and_explorer(browser, jup
         assert "Fig. 3.1." in text
         raised = page.evaluate(ERRORS)
         assert all("raises-exception" in e["tags"] for e in raised), raised
+        assert "Exception reporting mode" not in text
+        # The quiz's math is typeset, offline: the converter rendered it as MathML, which the
+        # browser draws itself (JupyterLab's MathJax does not reach the quiz's script).
+        quiz = page.locator("[id='quiz_03_multi_head_attention']")
+        assert quiz.count() == 1, "the quiz is not shown"
+        maths = quiz.locator("math")
+        assert maths.count() >= 3, maths.count()
+        box = maths.first.bounding_box()
+        assert box and box["width"] > 0 and box["height"] > 0, box
+        shown = quiz.inner_text()
+        assert "\\(" not in shown and "$" not in shown, shown[:500]
+        maths.first.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / "jupyterlab-chapter-03-quiz.png"))
         assert not outside, f"requests left the machine: {outside}"
         assert not errors, f"console errors: {errors}"
         # Scrolled to the explorer: look at it in the screenshot.

@@ -131,13 +131,28 @@ def test_make_notebooks_writes_the_stub_without_the_solution(lab, made_notebooks
 
 @pytest.mark.book  # `make notebooks` reads the last build's index
 def test_make_notebooks_keeps_every_code_cell_of_the_chapters(made_notebooks):
+    """Every code cell of a chapter, after the set-up cell, as a learner's notebook runs it."""
+    import json
+
+    index = json.loads((ROOT / "_build" / notebook_converter.INDEX_NAME).read_text())
     chapters = sorted((ROOT / "notebooks_src" / "chapters").glob("*.md"))
     assert chapters
     for chapter in chapters:
         nb = nbformat.read(made_notebooks / "chapters" / f"{chapter.stem}.ipynb", as_version=4)
+        page = notebook_converter.Page(f"notebooks_src/chapters/{chapter.stem}", index)
         source = jupytext.read(chapter)
         code = [c.source for c in nb.cells if c.cell_type == "code"]
-        assert code == [c.source for c in source.cells if c.cell_type == "code"], chapter.name
+        assert "learner-setup" in nb.cells[1].metadata["tags"] and code[0] == nb.cells[1].source
+        expected = [
+            notebook_converter.code_source(page, c.source)
+            for c in source.cells
+            if c.cell_type == "code"
+        ]
+        assert code[1:] == expected, chapter.name
+        originals = [c.source for c in source.cells if c.cell_type == "code"]
+        for ours, theirs in zip(code[1:], originals, strict=True):
+            if ours != theirs:  # only the glue import, %xmode's output and the quiz's file
+                assert ("myst_nb" in theirs) or ("%xmode" in theirs) or ("show_quiz(" in theirs)
 
 
 @pytest.mark.book  # `make notebooks` reads the last build's index

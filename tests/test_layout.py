@@ -52,6 +52,7 @@ ALLOWED = {
     "book.quiz": set(),
     "book.display": set(),
     "book.explorers": set(),
+    "book.glue": set(),
     "quiz": {"book.quiz"},
     "__init__": {"attention", "layers", "masks", "positional"},
 }

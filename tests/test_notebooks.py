@@ -20,6 +20,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 
 from attention_book import notebook_converter, notebook_downloads
 from conftest import HTML, ROOT
@@ -133,6 +134,7 @@ def test_the_notebook_runs_and_shows_what_the_page_shows(source, executed):
             continue
         if output.output_type == "stream":
             assert "is not defined" not in output.text, output.text
+            assert "Exception reporting mode" not in output.text, cell.source
             continue
         data = output.get("data", {})
         mimes = {m for m in data if not m.startswith(GLUE_PREFIX)}
@@ -260,24 +262,68 @@ def test_citations_become_author_year_with_the_references_listed():
     assert "Attention is all you need" in nb.cells[-1].source
 
 
+# The published site's base URL, set once in _config.yml; the notebooks link to it.
+SITE = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["html"]["baseurl"]
+# Links outside the book that a notebook may carry: its references' DOIs and papers.
+OUTSIDE = re.compile(r"https://(doi\.org|arxiv\.org|aclanthology\.org|proceedings\.|papers\.)")
+
+
+def _links(cell) -> list[str]:
+    prose = re.sub(r"```.*?```|`[^`\n]*`", "", cell.source, flags=re.DOTALL)  # not code
+    return re.findall(r"\]\(([^)\s]+)\)", prose) + re.findall(r'href="([^"]+)"', prose)
+
+
 @pytest.mark.parametrize("source", SOURCES, ids=IDS)
-def test_links_point_to_existing_notebooks_or_pages(source, html_dir):
+def test_every_link_resolves_in_the_zip_or_on_the_site(source, html_dir):
+    """A link goes to a notebook of the zip (with its anchor), or to the site by absolute URL.
+
+    A site URL is checked against the built site (the page exists and holds the anchor); the
+    base URL is ``html.baseurl`` from _config.yml. Nothing links out of the zip by a relative
+    path.
+    """
     path = notebook_of(source)
     nb = nbformat.read(path, as_version=4)
+    checked = 0
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
-        prose = re.sub(r"```.*?```|`[^`\n]*`", "", cell.source, flags=re.DOTALL)  # not code
-        for target in re.findall(r"\]\(([^)\s]+)\)", prose):
-            if target.startswith(("http://", "https://", "#")):
+        for target in _links(cell):
+            checked += 1
+            file, _, anchor = target.partition("#")
+            if target.startswith(SITE):
+                page = html_dir / file.removeprefix(SITE)
+                assert page.is_file(), f"{target}: the site has no such page"
+                if anchor:
+                    assert f'id="{anchor}"' in page.read_text(encoding="utf-8"), target
                 continue
-            file = target.split("#", 1)[0]
-            assert (path.parent / file).resolve().is_file(), f"broken link {target}"
-            anchor = target.split("#", 1)[1] if "#" in target else None
-            if anchor and file.endswith(".ipynb"):
-                other = nbformat.read(path.parent / file, as_version=4)
+            if target.startswith(("http://", "https://")):
+                assert OUTSIDE.match(target), f"a link to neither the zip nor the site: {target}"
+                continue
+            if not file:  # an anchor in this notebook
+                ids = "\n".join(c.source for c in nb.cells)
+                assert f'<a id="{anchor}"></a>' in ids, f"no anchor {anchor} in this notebook"
+                continue
+            resolved = (path.parent / file).resolve()
+            assert resolved.is_relative_to(NOTEBOOKS.resolve()), f"{target} leaves the zip"
+            assert file.endswith(".ipynb") and resolved.is_file(), f"broken link {target}"
+            if anchor:
+                other = nbformat.read(resolved, as_version=4)
                 ids = "\n".join(c.source for c in other.cells)
                 assert f'<a id="{anchor}"></a>' in ids, f"no anchor {anchor} in {file}"
+    assert checked >= 2  # at least the header's links to the book and to "How to use"
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=IDS)
+def test_the_notebook_needs_nothing_of_the_book_s_tools_or_repository(source, html_dir):
+    nb = nbformat.read(notebook_of(source), as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "myst_nb" not in code and "sphinx" not in code.lower()
+    assert "../quizzes/" not in code, "the quiz is read from a file beside the notebook"
+    assert "../../lib/" not in text and "make notebooks` writes" not in text
+    setup = nb.cells[1]
+    assert setup.cell_type == "code" and "learner-setup" in setup.metadata["tags"]
+    assert f'"{SITE}"' in setup.source and notebook_converter.SITE_VARIABLE in setup.source
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=IDS)
@@ -297,6 +343,41 @@ def test_every_page_offers_its_notebook_for_download(source, html_dir):
         assert (page.parent / hrefs[0]).resolve() == file.resolve()
 
 
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+REPOSITORY = CONFIG["repository"]["url"]
+
+
+def _titled_links(page: Path) -> dict[str, str]:
+    html = page.read_text(encoding="utf-8")
+    found = re.findall(r'href="([^"]+)"[^>]*?\n?[^>]*?title="([^"]*)"', html, flags=re.DOTALL)
+    return {title: href for href, title in found}
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=IDS)
+def test_every_page_opens_its_notebook_in_colab_from_the_gh_pages_branch(source, html_dir):
+    links = _titled_links(page_of(source))
+    relative = source.relative_to(ROOT / "notebooks_src").with_suffix(".ipynb").as_posix()
+    owner_repo = REPOSITORY.removeprefix("https://github.com/")
+    assert links.get("Open this page's notebook in Google Colab") == (
+        f"https://colab.research.google.com/github/{owner_repo}/blob/gh-pages/_notebooks/{relative}"
+    )
+    # The notebook is in the built site at that path, which the workflow publishes to gh-pages.
+    assert (NOTEBOOKS / relative).is_file()
+
+
+def test_every_page_links_the_repository_and_the_workflow_publishes_to_gh_pages(html_dir):
+    pages = [p for p in html_dir.rglob("*.html") if "_static" not in p.parts]
+    pages = [p for p in pages if "genindex" not in p.name and "search" not in p.name]
+    pages.remove(html_dir / "index.html")  # a redirect to the landing page, with no header
+    assert len(pages) > 20
+    for page in pages:
+        links = _titled_links(page)
+        assert links.get("The book's source: pages, library and tests") == REPOSITORY, page
+    workflow = (ROOT / ".github" / "workflows" / "book.yml").read_text(encoding="utf-8")
+    assert "path: _build/html" in workflow and "gh-pages" in workflow
+    assert "contents: write" in workflow
+
+
 def test_the_zip_has_every_notebook_the_quizzes_and_an_installable_wheel(html_dir, tmp_path):
     archive = zipfile.ZipFile(NOTEBOOKS / notebook_downloads.ZIP_NAME)
     names = set(archive.namelist())
@@ -304,7 +385,11 @@ def test_the_zip_has_every_notebook_the_quizzes_and_an_installable_wheel(html_di
         relative = source.relative_to(ROOT / "notebooks_src").with_suffix(".ipynb")
         assert f"attention-lab-notebooks/{relative.as_posix()}" in names
     assert any(n.startswith("attention-lab-notebooks/quizzes/") for n in names)
-    assert "attention-lab-notebooks/requirements.txt" in names
+    # The learner's requirements, not the author's.
+    assert "attention-lab-notebooks/requirements-learn.txt" in names
+    assert "attention-lab-notebooks/requirements.txt" not in names
+    shipped = archive.read("attention-lab-notebooks/requirements-learn.txt").decode()
+    assert shipped == (ROOT / "requirements-learn.txt").read_text(encoding="utf-8")
     (wheel,) = [n for n in names if n.endswith(".whl")]
     archive.extract(wheel, tmp_path)
     target = tmp_path / "site"
@@ -332,3 +417,29 @@ def test_the_zip_has_every_notebook_the_quizzes_and_an_installable_wheel(html_di
         check=True,
     ).stdout.strip()
     assert Path(found).is_relative_to(target), found
+
+
+def test_a_lone_notebook_runs_top_to_bottom_with_its_quiz(executed_notebook, html_dir, tmp_path):
+    """A chapter's .ipynb downloaded on its own, in a folder with nothing beside it."""
+    relative = "chapters/05_masks.ipynb"
+    lone = tmp_path / "Downloads" / "05_masks.ipynb"
+    lone.parent.mkdir()
+    lone.write_bytes((NOTEBOOKS / relative).read_bytes())
+    nb = executed_notebook(lone)
+    for cell, output in _outputs(nb):
+        if output.output_type == "error":
+            assert "raises-exception" in cell.metadata.get("tags", []), output.evalue
+    quiz = [
+        o["data"]["text/html"]
+        for _, o in _outputs(nb)
+        if 'id="quiz_05_masks"' in o.get("data", {}).get("text/html", "")
+    ]
+    assert quiz, "the quiz was not displayed"
+    # The questions are embedded in the cell, their math already MathML (no TeX left to typeset).
+    (cell,) = [c for c in nb.cells if "show_quiz(QUIZ" in c.source]
+    questions = json.loads(cell.source.split('json.loads(r"""', 1)[1].split('""")', 1)[0])
+    texts = [q["question"] for q in questions] + [
+        a.get("answer", "") + a["feedback"] for q in questions for a in q["answers"]
+    ]
+    assert any("<math" in t for t in texts)
+    assert not [t for t in texts if re.search(r"\$|\\\(", t)]

@@ -180,7 +180,7 @@ def test_each_chapter_has_a_try_it_yourself_cell_for_the_learners_own_input(path
     nb = jupytext.read(path)
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "markdown" and re.search(
-            r"^#{2,3} (Try it yourself|Your own sentence)$", cell.source, re.MULTILINE
+            r"^#{2,3} Try it yourself$", cell.source, re.MULTILINE
         ):
             following = next(c for c in nb.cells[i + 1 :] if c.cell_type == "code")
             first_line = following.source.splitlines()[0]

@@ -170,7 +170,7 @@ def test_attention_grid_draws_every_head_or_one_layer_with_tokens(minilm):
     assert panels[2 * 12 + 9].get_title() == "L2 H9"  # layers and heads counted from 0
     one = pretrained.attention_grid(sentence, layer=4)
     assert len(one.axes) == 12 + 1 and one.axes[5].get_title() == "head 5"
-    assert one.get_suptitle() == "MiniLM, layer 4: its 12 heads"
+    assert one.get_suptitle() == f'MiniLM, layer 4: its 12 heads\n"{sentence}"'  # names it
     assert one.axes[-1].get_xlabel() == "attention weight"  # the colour bar, under the grid
     labels = [t.get_text() for t in one.axes[0].get_yticklabels()]
     assert labels == tokens

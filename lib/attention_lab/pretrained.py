@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import textwrap
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -175,6 +176,9 @@ def attention_grid(sentence: str, layer: int | None = None):
             labels: look for the patterns), or a layer from 0 to 5 for its 12 heads, titled
             "head 0" to "head 11", with the tokens on both axes.
 
+    The figure's title names the sentence (wrapped at 70 characters), so a figure drawn for
+    the learner's own sentence says which it is.
+
     Returns:
         A ``matplotlib.figure.Figure``, drawn by :func:`attention_lab.plotting.model_head_grid`
         on one colour scale for all panels. It is not shown; in a notebook, end the cell with
@@ -194,6 +198,7 @@ def attention_grid(sentence: str, layer: int | None = None):
         title = f"MiniLM, all {num_layers} layers × {num_heads} heads (rows: layers 0-5)"
     else:
         title = f"MiniLM, layer {layer}: its {num_heads} heads"
+    title += "\n" + textwrap.fill(f'"{sentence}"', width=70)
     return plotting.model_head_grid(weights, tokens, layer=layer, title=title)
 
 

@@ -6,9 +6,13 @@ As a Sphinx extension, this module writes, when an HTML build finishes:
   needs from the build: figure, equation and chapter numbers, titles, labels, glued values and
   citations;
 - ``<html>/_notebooks/``: every page's notebook, the quizzes' JSON files, the library as a wheel,
-  ``requirements.txt`` and a zip of all of it (``attention_book.notebook_downloads``);
+  ``requirements-learn.txt`` and a zip of all of it (``attention_book.notebook_downloads``);
 
-and adds the page's notebook and the zip to each page's download menu. ``make notebooks`` writes
+and adds the page's notebook and the zip to each page's download menu, an "Open in Colab" link
+to the page's notebook as the ``gh-pages`` branch holds it (the workflow in ``.github/workflows``
+publishes the built site there, ``_notebooks/`` included) and a link to the repository. The two
+URLs are set once, in ``_config.yml``: ``html.baseurl`` (the published site) and
+``repository.url``. ``make notebooks`` writes
 the same notebooks elsewhere from the index of the last build (``python -m
 attention_book.notebook_converter OUTPUT_DIR``).
 """
@@ -19,10 +23,12 @@ import json
 from pathlib import Path, PurePosixPath
 
 from . import ROOT
-from .notebook_converter import INDEX_NAME, SOURCE_DIR
+from .notebook_converter import INDEX_NAME, LEARN_REQUIREMENTS, SOURCE_DIR, wheel_name
 from .notebook_downloads import HTML_DIR_NAME, ZIP_NAME, write_downloads
 
 BOOK_TITLE = "Attention, by running it"
+PAGES_BRANCH = "gh-pages"  # the branch the workflow publishes the built site to
+COLAB = "https://colab.research.google.com/github"
 
 
 # --- the index: what the conversion needs from the build ----------------------------------------
@@ -90,6 +96,8 @@ def build_index(app) -> dict:
 
     return {
         "title": str(app.config.html_title or BOOK_TITLE),
+        "site_url": app.config.html_baseurl,
+        "repository_url": repository_url(app),
         "numfig_format": formats,
         "pages": pages,
         "interactive": interactive,
@@ -134,6 +142,37 @@ def citations(bibfile: Path) -> dict:
 # --- Sphinx hooks ------------------------------------------------------------------------------
 
 
+def repository_url(app) -> str:
+    """The repository's URL, ``repository.url`` in _config.yml (no trailing slash)."""
+    return str(app.config.html_theme_options.get("repository_url", "")).rstrip("/")
+
+
+def colab_url(app, relative: PurePosixPath) -> str:
+    """Colab's link to a page's notebook on the gh-pages branch (``_notebooks/<relative>.ipynb``).
+
+    Colab opens a notebook from a public GitHub path: ``/github/<owner>/<repo>/blob/<branch>/``.
+    """
+    owner_repo = repository_url(app).removeprefix("https://github.com/")
+    return f"{COLAB}/{owner_repo}/blob/{PAGES_BRANCH}/{HTML_DIR_NAME}/{relative}.ipynb"
+
+
+def _check_urls(app, config) -> None:
+    # The notebooks link to the site by absolute URL and Colab opens them from GitHub: both
+    # URLs must be set, once, in _config.yml.
+    if not str(config.html_baseurl).startswith("https://"):
+        raise ValueError("_config.yml: html.baseurl must be the published site's https URL")
+    if not str(config.html_theme_options.get("repository_url", "")).startswith(
+        "https://github.com/"
+    ):
+        raise ValueError("_config.yml: repository.url must be the repository's GitHub URL")
+    # "How to use" links the repository through this substitution: the URL stays in one place.
+    repository = str(config.html_theme_options["repository_url"]).rstrip("/")
+    config.myst_substitutions = {
+        **config.myst_substitutions,
+        "repository_link": f"[source repository]({repository})",
+    }
+
+
 def _index_path(app) -> Path:
     return Path(app.outdir).parent / INDEX_NAME
 
@@ -153,12 +192,48 @@ def _write(app, exception) -> None:
 
 
 def _download_button(app, pagename, templatename, context, doctree) -> None:
-    # The theme's download menu offers the page's source (.md); add the learner's notebook.
-    if not pagename.startswith(f"{SOURCE_DIR}/"):
+    # Every page: a link to the repository; a notebook page also "Open in Colab". They go in a
+    # menu of their own before the theme's download menu.
+    buttons = context.get("header_buttons", [])
+    is_notebook = pagename.startswith(f"{SOURCE_DIR}/")
+    relative = PurePosixPath(pagename).relative_to(SOURCE_DIR) if is_notebook else None
+    launch = [
+        {
+            "type": "link",
+            "url": repository_url(app),
+            "text": "Source repository",
+            "tooltip": "The book's source: pages, library and tests",
+            "icon": "fas fa-code-branch",
+            "label": "repository-button",
+        }
+    ]
+    if is_notebook:
+        launch.insert(
+            0,
+            {
+                "type": "link",
+                "url": colab_url(app, relative),
+                "text": "Open in Colab",
+                "tooltip": "Open this page's notebook in Google Colab",
+                "icon": "fas fa-play",
+                "label": "colab-button",
+            },
+        )
+    buttons.insert(
+        0,
+        {
+            "type": "group",
+            "tooltip": "Run this page's notebook, or see the book's source",
+            "icon": "fas fa-rocket",
+            "label": "launch-buttons",
+            "buttons": launch,
+        },
+    )
+    if not is_notebook:
         return
-    relative = PurePosixPath(pagename).relative_to(SOURCE_DIR)
+    # The theme's download menu offers the page's source (.md); add the learner's notebook.
     pathto = context["pathto"]
-    for button in context.get("header_buttons", []):
+    for button in buttons:
         if button.get("label") == "download-buttons":
             button["buttons"].insert(
                 0,
@@ -182,10 +257,30 @@ def _download_button(app, pagename, templatename, context, doctree) -> None:
                     "label": "download-zip-button",
                 },
             )
+            # What the zip holds for setting up, each on its own (a lone notebook needs them).
+            button["buttons"][2:2] = [
+                {
+                    "type": "link",
+                    "url": pathto(f"{HTML_DIR_NAME}/{LEARN_REQUIREMENTS}", 1),
+                    "text": LEARN_REQUIREMENTS,
+                    "tooltip": "What the notebooks need, pinned, with PyTorch's CPU build",
+                    "icon": "fas fa-list",
+                    "label": "download-requirements-button",
+                },
+                {
+                    "type": "link",
+                    "url": pathto(f"{HTML_DIR_NAME}/{wheel_name()}", 1),
+                    "text": "attention_lab (.whl)",
+                    "tooltip": "The attention_lab library, as a wheel for pip",
+                    "icon": "fas fa-box",
+                    "label": "download-wheel-button",
+                },
+            ]
 
 
 def setup(app) -> dict:
     # After the theme has made its header buttons (priority 500), before the page is written.
+    app.connect("config-inited", _check_urls)
     app.connect("html-page-context", _download_button, priority=600)
     app.connect("build-finished", _write)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -9,11 +9,19 @@ notebook a learner can run in JupyterLab:
   the figure's number and caption below it (``Fig. 2.1. ...``);
 - numbers quoted in the prose (``{glue:text}``) are filled in with the values of the build;
 - cross-references (``{numref}``, ``{ref}``, ``{doc}``, ``{eq}``) become readable text linking to
-  the right notebook (or, for pages that are not notebooks, the book's HTML page);
+  the right notebook (or, for pages that are not notebooks, the published book's page, by
+  absolute URL: the site's ``html.baseurl`` in ``_config.yml``), so every link of a notebook
+  resolves inside the zip of notebooks or on the site;
 - citations become "(Vaswani et al., 2017)", with the references listed at the end;
 - admonitions become quotes, dropdowns and solutions ``<details>`` blocks, tabs headings,
   ``literalinclude`` the code it includes; the cells of a chapter's worked solutions are folded;
-- labs become workbooks: they stop at the stub the learner fills in (see :func:`workbook_cells`).
+- labs become workbooks: they stop at the stub the learner fills in (see :func:`workbook_cells`);
+- the notebook stands alone, outside the book's environment: its first code cell installs
+  ``attention_lab`` and the learner's requirements from the site where they are missing (on
+  Colab, say; :func:`setup_cell`), ``glue`` comes from ``attention_lab.book.glue`` (no myst-nb
+  needed), the quiz is embedded in its cell with its math already rendered as MathML (a lone
+  notebook needs no quiz file; JupyterLab shows typeset math offline), and ``%xmode`` prints
+  nothing.
 
 Anything MyST that it does not know is an error, so no raw markup reaches a learner unnoticed.
 
@@ -29,7 +37,6 @@ of the last build.
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import re
 import shutil
@@ -65,6 +72,54 @@ LABELLED_MATH = re.compile(
     r"^\$\$\n(?P<body>.*?)\n\$\$[ \t]*\((?P<label>[\w.:-]+)\)[ \t]*$", re.MULTILINE | re.DOTALL
 )
 EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.DOTALL)
+# Code a learner's notebook runs differently from the book's page (see code_source).
+GLUE_IMPORT = re.compile(r"^from myst_nb import glue[ \t]*$", re.MULTILINE)
+XMODE = re.compile(r"^%xmode \w+[ \t]*$", re.MULTILINE)
+QUIZ_CALL = re.compile(
+    r"""^show_quiz\(\s*["'](?P<path>[^"']+\.json)["']\s*\)[ \t]*$""", re.MULTILINE
+)
+QUIZ_TEXT = ("question", "answer", "feedback")  # a quiz's fields that may hold math
+MATH_IN_TEXT = re.compile(
+    r"\$\$(?P<display>.+?)\$\$|\\\((?P<paren>.+?)\\\)|\$(?P<inline>[^$]+?)\$", re.DOTALL
+)
+LEARN_REQUIREMENTS = "requirements-learn.txt"  # at the root; shipped in _notebooks/ and the zip
+SITE_VARIABLE = "ATTENTION_LAB_SITE"  # overrides the site's URL in the set-up cell (tests)
+NOTEBOOKS_FOLDER = "_notebooks"  # in the site: the notebooks, the wheel, the requirements
+SETUP = """\
+# Set-up for a notebook opened outside an environment made from requirements-learn.txt (on
+# Colab, say): install attention_lab and the learner's requirements from the book's site. The
+# runtime's own torch, JupyterLab and kernel stay (Colab's torch is its CUDA build). Where
+# attention_lab is installed, this cell does nothing.
+import importlib.util
+
+if importlib.util.find_spec("attention_lab") is None:
+    import os, subprocess, sys, tempfile, urllib.request
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    site = os.environ.get("SITE_VARIABLE", "SITE_URL").rstrip("/")
+    files = f"{site}/NOTEBOOKS_FOLDER/"
+    with urllib.request.urlopen(files + "LEARN_REQUIREMENTS", timeout=60) as response:
+        wanted = response.read().decode("utf-8").splitlines()
+    kept = {n for n in ("torch", "jupyterlab", "ipykernel") if installed(n)}
+    if "torch" in kept:  # PyTorch's CPU index is needed for torch only
+        wanted = [w for w in wanted if not w.startswith("--extra-index-url")]
+    wanted = [w for w in wanted if w.split("==")[0].strip() not in kept]
+    loaded = {n: installed(n) for n in ("numpy", "pandas", "matplotlib") if n in sys.modules}
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as listing:
+        listing.write("\\n".join(wanted))
+    pip = [sys.executable, "-m", "pip", "install", "-q", "-r", listing.name, files + "WHEEL"]
+    subprocess.run(pip, check=True)
+    importlib.invalidate_caches()
+    print(f"Installed attention_lab and the learner's requirements from {files}")
+    if any(installed(n) != v for n, v in loaded.items()):
+        print("Restart the kernel (the runtime), then run all cells again.")
+"""
 # What must never reach a learner: MyST roles and directives.
 RAW_MYST = re.compile(r"\{(glue|numref|doc|cite|ref|eq)[\w:-]*\}`|^`{3,}\{|^:::", re.MULTILINE)
 
@@ -82,8 +137,12 @@ class Page:
 
     docname: str  # e.g. notebooks_src/chapters/02_scaled_dot_product_attention
     index: dict
-    html_root: str  # the built book's HTML folder, relative to this notebook's folder (posix)
     cited: list = field(default_factory=list)
+
+    @property
+    def site(self) -> str:
+        """The published book's base URL, ending in ``/`` (``html.baseurl`` in _config.yml)."""
+        return site_url(self.index)
 
     @property
     def folder(self) -> PurePosixPath:
@@ -93,13 +152,13 @@ class Page:
         return docname.startswith(f"{SOURCE_DIR}/")
 
     def href(self, docname: str, anchor: str | None = None) -> str:
-        """A link from this notebook to ``docname`` (a notebook, or the book's HTML page)."""
+        """A link from this notebook to ``docname``: a notebook, or the site's page by URL."""
         if docname == self.docname:
             base = ""
         elif self.is_notebook(docname):
             base = posixpath.relpath(docname, self.folder) + ".ipynb"
         else:
-            base = f"{self.html_root}/{docname}.html"
+            base = f"{self.site}{docname}.html"
         return f"{base}#{anchor}" if anchor else (base or "#")
 
     def label(self, label: str) -> dict:
@@ -210,9 +269,15 @@ def literal_include(page: Page, argument: str, options: dict) -> str:
     code, _ = LiteralIncludeReader(str(path), reader_options, _Config()).read()
     language = options.get("language", "python")
     caption = options.get("caption")
-    source = posixpath.relpath(path.relative_to(ROOT).as_posix(), page.folder)
-    head = f"*{caption}*\n\n" if caption else f"From `{source}`:\n\n"
+    head = f"*{caption}*\n\n" if caption else f"From `{_module_of(path)}`:\n\n"
     return f"{head}```{language}\n{code.rstrip()}\n```"
+
+
+def _module_of(path: Path) -> str:
+    """The module a learner imports for a file of the library: ``attention_lab.positional``."""
+    relative = path.relative_to(ROOT / "lib").with_suffix("")
+    parts = [p for p in relative.parts if p != "__init__"]
+    return ".".join(parts)
 
 
 def directive(page: Page, match: re.Match) -> str:
@@ -369,7 +434,8 @@ def _intro(page: Page, kind: str) -> str:
         "drawn by the cells. Numbers quoted in the text are those of the book's run: on your "
         "machine a trained model's numbers may differ a little and timings will differ, "
         "while the claims the text makes hold (the cells check them). "
-        f"Setting up: {how}.*",
+        f"Setting up: {how}; the first code cell installs the library and what the notebooks "
+        "need where they are missing (on Colab, say), and does nothing where they are there.*",
     ]
     if info.get("words"):
         minutes = -(-info["words"] // 200)
@@ -415,15 +481,15 @@ def workbook_cells(cells: list, where: str) -> list:
     raise ConversionError(f"{where}: a lab needs a solution, between {{solution-start}} markers")
 
 
-def convert(source: Path, docname: str, index: dict, html_root: str) -> nbformat.NotebookNode:
+def convert(source: Path, docname: str, index: dict) -> nbformat.NotebookNode:
     """The learner's notebook for one page (``docname``, e.g. ``notebooks_src/labs/01_x``)."""
     import jupytext
 
-    page = Page(docname, index, html_root)
+    page = Page(docname, index)
     kind = _kind(docname)
     nb = jupytext.read(source)
     cells = workbook_cells(nb.cells, docname) if kind == "lab" else nb.cells
-    out = [nbformat.v4.new_markdown_cell(_intro(page, kind))]
+    out = [nbformat.v4.new_markdown_cell(_intro(page, kind)), setup_cell(index)]
     in_solution = False
     for cell in cells:
         if cell.cell_type == "markdown":
@@ -445,7 +511,7 @@ def convert(source: Path, docname: str, index: dict, html_root: str) -> nbformat
                     )
             _add_markdown(page, out, cell.source[position:], in_solution)
             continue
-        new = nbformat.v4.new_code_cell(cell.source)
+        new = nbformat.v4.new_code_cell(code_source(page, cell.source))
         tags = [t for t in cell.metadata.get("tags", [])]
         if tags:
             new.metadata["tags"] = tags
@@ -466,7 +532,7 @@ def convert(source: Path, docname: str, index: dict, html_root: str) -> nbformat
                 "## Solution\n\nThe solution is not in this workbook: you start from the stub "
                 "above. When the check passes, compare your function with the solution in the "
                 f"book's version of this lab, [{index['pages'][docname]['title']}]"
-                f"({html_root}/{docname}.html), where it is folded at the end of the page."
+                f"({page.site}{docname}.html), where it is folded at the end of the page."
             )
         )
     if (references := _references(page)) is not None:
@@ -488,20 +554,122 @@ def convert(source: Path, docname: str, index: dict, html_root: str) -> nbformat
 # --- every page ------------------------------------------------------------------------------
 
 
+def site_url(index: dict) -> str:
+    """The published book's base URL (``html.baseurl``), ending in ``/``."""
+    url = index.get("site_url") or ""
+    if not url.startswith(("https://", "http://")):
+        raise ConversionError("_config.yml sets no html.baseurl: the notebooks link to the site")
+    return url.rstrip("/") + "/"
+
+
+def wheel_name() -> str:
+    """The file name of the library's wheel, as ``pip wheel`` writes it from pyproject.toml."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return f"{project['name']}-{project['version']}-py3-none-any.whl"
+
+
+def setup_cell(index: dict) -> nbformat.NotebookNode:
+    """The notebook's first code cell: installs what it needs where ``attention_lab`` is missing.
+
+    On Colab, or in any Python without the library, it reads ``requirements-learn.txt`` from
+    the site's ``_notebooks/`` (the URL from ``html.baseurl``; the environment variable
+    ``ATTENTION_LAB_SITE`` overrides it, as the tests do) and installs it with the wheel there,
+    keeping a torch the runtime has. Its source is folded: the intro says what it does.
+    """
+    source = SETUP
+    for key, value in {
+        "SITE_VARIABLE": SITE_VARIABLE,
+        "SITE_URL": site_url(index),
+        "NOTEBOOKS_FOLDER": NOTEBOOKS_FOLDER,
+        "LEARN_REQUIREMENTS": LEARN_REQUIREMENTS,
+        "WHEEL": wheel_name(),
+    }.items():
+        source = source.replace(key, value)
+    cell = nbformat.v4.new_code_cell(source.rstrip("\n"))
+    cell.metadata["tags"] = ["learner-setup"]
+    _hide_source(cell)
+    return cell
+
+
+def _mathml(text: str) -> str:
+    """``text`` with its TeX (``$...$``, ``$$...$$``, ``\\(...\\)``) rendered as MathML."""
+    from latex2mathml.converter import convert as to_mathml
+
+    def render(match: re.Match) -> str:
+        display = match["display"] is not None
+        tex = match["display"] or match["paren"] or match["inline"]
+        return to_mathml(tex.strip(), display="block" if display else "inline")
+
+    return MATH_IN_TEXT.sub(render, text)
+
+
+def quiz_questions(path: Path) -> list:
+    """A quiz file's questions, their math rendered as MathML for any notebook front end.
+
+    The book's MathJax typesets the quiz's TeX in the page. In JupyterLab, no MathJax reaches
+    the questions (the quiz's script draws them after the output is shown), while Chromium,
+    Firefox and Safari draw MathML themselves, offline.
+    """
+    questions = json.loads(path.read_text(encoding="utf-8"))
+
+    def render(item):
+        if isinstance(item, list):
+            return [render(x) for x in item]
+        if isinstance(item, dict):
+            return {
+                k: _mathml(v) if k in QUIZ_TEXT and isinstance(v, str) else render(v)
+                for k, v in item.items()
+            }
+        return item
+
+    return render(questions)
+
+
+def code_source(page: Page, source: str) -> str:
+    """A code cell's source as a learner's notebook runs it, outside the book's environment.
+
+    ``from myst_nb import glue`` becomes ``attention_lab.book.glue`` (the values are in the
+    text already; no myst-nb needed); a cell of ``%xmode`` lines prints nothing; a quiz read
+    from ``../quizzes/`` is embedded, so a notebook downloaded on its own shows its quiz.
+    """
+    source = GLUE_IMPORT.sub("from attention_lab.book.glue import glue", source)
+    if XMODE.search(source):
+        lines = [line for line in source.splitlines() if line.strip()]
+        if not all(XMODE.match(line) or line.lstrip().startswith("#") for line in lines):
+            raise ConversionError(f"{page.docname}: a cell with %xmode holds other code")
+        source = "%%capture\n" + source  # %xmode prints "Exception reporting mode: ..."
+    if call := QUIZ_CALL.search(source):
+        path = (ROOT / page.folder / call["path"]).resolve()
+        if not path.is_file():
+            raise ConversionError(f"{page.docname}: no quiz file {call['path']}")
+        text = json.dumps(quiz_questions(path), ensure_ascii=False, indent=1)
+        if '"""' in text:
+            raise ConversionError(f"{page.docname}: the quiz holds three double quotes in a row")
+        embedded = (
+            f"import json\n\n# The questions of {path.name}, embedded: this notebook needs no "
+            "quiz file.\n"
+            f'QUIZ = json.loads(r"""{text}""")\n'
+            f'show_quiz(QUIZ, name="{path.stem}")'
+        )
+        source = source[: call.start()] + embedded + source[call.end() :]
+    return source
+
+
 def page_docnames(index: dict) -> list[str]:
     """Every executable page the build knows, in toc order of their names."""
     return sorted(d for d in index["pages"] if d.startswith(f"{SOURCE_DIR}/"))
 
 
-def write_notebooks(index: dict, out_dir: Path, html_dir: Path, log=print) -> list[Path]:
-    """Write every page's notebook and the quizzes' JSON files into ``out_dir``."""
+def write_notebooks(index: dict, out_dir: Path, log=print) -> list[Path]:
+    """Write every page's notebook, the quizzes' JSON files and the learner's requirements."""
     written = []
     for docname in page_docnames(index):
         relative = PurePosixPath(docname).relative_to(SOURCE_DIR)
         target = out_dir / relative.with_suffix(".ipynb")
         target.parent.mkdir(parents=True, exist_ok=True)
-        html_root = Path(os.path.relpath(html_dir.resolve(), target.parent.resolve())).as_posix()
-        notebook = convert(ROOT / f"{docname}.md", docname, index, html_root)
+        notebook = convert(ROOT / f"{docname}.md", docname, index)
         nbformat.write(notebook, target)
         written.append(target)
         log(f"wrote {target}")
@@ -510,6 +678,9 @@ def write_notebooks(index: dict, out_dir: Path, html_dir: Path, log=print) -> li
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(data, target)
         written.append(target)
+    requirements = out_dir / LEARN_REQUIREMENTS
+    shutil.copyfile(ROOT / LEARN_REQUIREMENTS, requirements)
+    written.append(requirements)
     return written
 
 
@@ -524,7 +695,7 @@ def main(argv: list[str]) -> int:
         return 1
     index = json.loads(index_path.read_text(encoding="utf-8"))
     try:
-        write_notebooks(index, out_dir, ROOT / "_build" / "html")
+        write_notebooks(index, out_dir)
     except ConversionError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -1,7 +1,10 @@
 """The site's ``_notebooks/``: what each page's download menu links to.
 
-Every page's learner's notebook and the quizzes' JSON files (``attention_book.notebook_converter``),
-the library as a wheel built offline from ``lib/``, ``requirements.txt``, and one zip of all of it.
+Every page's learner's notebook, the quizzes' JSON files and the learner's requirements
+(``requirements-learn.txt``: what the notebooks import, JupyterLab, PyTorch's CPU build; see
+``attention_book.notebook_converter``), the library as a wheel built offline from ``lib/``, and
+one zip of all of it. The notebooks' set-up cell installs the wheel and the requirements from
+here when it runs outside a prepared environment (on Colab, say).
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ import zipfile
 from pathlib import Path
 
 from . import ROOT
-from .notebook_converter import write_notebooks
+from .notebook_converter import NOTEBOOKS_FOLDER, wheel_name, write_notebooks
 
-HTML_DIR_NAME = "_notebooks"  # in the built book's HTML folder
+HTML_DIR_NAME = NOTEBOOKS_FOLDER  # in the built book's HTML folder
 ZIP_NAME = "attention-lab-notebooks.zip"
 
 
@@ -50,22 +53,21 @@ def build_wheel(out_dir: Path) -> Path:
         )
         if result.returncode != 0:
             raise RuntimeError(f"building the attention_lab wheel failed:\n{result.stderr}")
-    wheels = sorted(out_dir.glob("attention_lab-*.whl"))
-    if not wheels:
-        raise RuntimeError("pip wheel wrote no attention_lab wheel")
-    return wheels[-1]
+    wheel = out_dir / wheel_name()  # the name the notebooks' set-up cell installs
+    if not wheel.is_file():
+        raise RuntimeError(f"pip wheel wrote no {wheel.name}")
+    return wheel
 
 
 def write_downloads(index: dict, outdir: Path, log=print) -> Path:
-    """The site's ``_notebooks/``: notebooks, quizzes, the wheel, requirements and one zip."""
+    """The site's ``_notebooks/``: notebooks, quizzes, requirements, the wheel and one zip."""
     target = outdir / HTML_DIR_NAME
     if target.exists():
         shutil.rmtree(target)
-    files = write_notebooks(index, target, outdir, log=lambda _m: None)
+    files = write_notebooks(index, target, log=lambda _m: None)
     wheel = build_wheel(target)
-    shutil.copy2(ROOT / "requirements.txt", target / "requirements.txt")
     with zipfile.ZipFile(target / ZIP_NAME, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in [*files, wheel, target / "requirements.txt"]:
+        for path in [*files, wheel]:
             archive.write(path, (Path("attention-lab-notebooks") / path.relative_to(target)))
     log(f"learner_notebooks: {len(files)} files, {wheel.name} and {ZIP_NAME} in {target}")
     return target

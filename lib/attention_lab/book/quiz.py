@@ -243,22 +243,28 @@ def quiz_html_and_script(questions: list[dict], name: str) -> tuple[str, str]:
     return html, script
 
 
-def show_quiz(path: str, *, name: str | None = None) -> None:
-    """Display the quiz stored in ``path``, to be graded in the browser with no kernel.
+def show_quiz(quiz: str | list[dict], *, name: str | None = None) -> None:
+    """Display a quiz, to be graded in the browser with no kernel.
 
     Args:
-        path: A quiz file, a ``str`` or an ``os.PathLike`` (see :func:`load_quiz`).
-        name: Unique name of the quiz in its page; default: the file's stem.
+        quiz: A quiz file, a ``str`` or an ``os.PathLike`` (see :func:`load_quiz`), or the
+            questions themselves, a list of dicts (a learner's notebook embeds them, so that it
+            runs without the quiz file beside it).
+        name: Unique name of the quiz in its page; default: the file's stem, or ``"quiz"``
+            for a list of questions.
 
     Raises:
-        TypeError: If ``path`` or ``name`` has the wrong type.
+        TypeError: If ``quiz`` or ``name`` has the wrong type.
         FileNotFoundError: If there is no such file.
-        ValueError: If the file is not a valid quiz.
+        ValueError: If the file or the list is not a valid quiz.
     """
     from IPython.display import HTML, Javascript, display
 
-    questions = load_quiz(path)
-    html, script = quiz_html_and_script(questions, Path(path).stem if name is None else name)
+    if isinstance(quiz, list):
+        questions, stem = quiz, "quiz"
+    else:
+        questions, stem = load_quiz(quiz), Path(quiz).stem
+    html, script = quiz_html_and_script(questions, stem if name is None else name)
     display(HTML(html))
     display(Javascript(script))
 
