@@ -715,7 +715,7 @@
   // the right, between them an SVG of lines in each head's colour, as strong as the weight
   // (head_view.js), and as text, the keys each head weighs most for the chosen query.
   var ROW = 22; // px, .live-hv's --live-row
-  var ALL_PAIRS = 40000; // before a query is chosen, every query's lines are drawn up to this many
+  var ALL_PAIRS = 6000; // before a query is chosen, every query's lines are drawn up to this many
 
   function buildHeadView(H) {
     shownHeads = [];

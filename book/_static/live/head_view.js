@@ -8,11 +8,12 @@
 (function (root) {
   "use strict";
 
-  // One colour per head, as BertViz does (d3's category10 for up to 10 heads); past 10, the
-  // other colours of Tableau 20. Each is readable as a line on a white and on a dark page.
+  // One colour per head, as BertViz does (d3's category10 for the first 10 heads); past 10,
+  // mid-tone colours of Tableau 20b, which show on the light page and on the dark one (the pale
+  // half of Tableau 20 would vanish on white).
   var PALETTE = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94"
+    "#bcbd22", "#17becf", "#6b6ecf", "#8ca252", "#bd9e39", "#ad494a", "#a55194", "#5254a3"
   ];
 
   function headColour(head) {
