@@ -791,8 +791,9 @@
   }
 
   // A query chosen in the head view: the query row of the whole box (the list, the large map's
-  // outline, the readout) follows it; the large map is drawn again on the next frame.
-  var largeFrame = 0;
+  // outline, the readout) follows it; the large map is drawn again once the pointer rests
+  // (120 ms), not for every token it crosses (a 512-token map takes a while to draw).
+  var largeLater = null;
 
   function chooseQuery(q) {
     if (q === selected.query) return;
@@ -800,8 +801,8 @@
     view.querySelect.value = String(q);
     view.readout.textContent = rowText();
     drawHeadView();
-    cancelAnimationFrame(largeFrame);
-    largeFrame = requestAnimationFrame(function () { if (state.attentions) drawLarge(); });
+    clearTimeout(largeLater);
+    largeLater = setTimeout(function () { if (state.attentions) drawLarge(); }, 120);
   }
 
   function drawHeadView() {
@@ -846,7 +847,9 @@
     hv.svg.setAttribute("height", String(g.height));
     var lines = [];
     var tooMany = q < 0 && T * T * shownCount > ALL_PAIRS;
-    if (!tooMany) lines = headView.lines(state.attentions, dims, layer, q, g, shownHeads);
+    // Lines under 0.001 (0.01 past 128 tokens, where there are thousands) are left out: their
+    // opacity is their weight, so they would not show.
+    if (!tooMany) lines = headView.lines(state.attentions, dims, layer, q, g, shownHeads, T > 128 ? 0.01 : 0.001);
     var frag = document.createDocumentFragment();
     lines.forEach(function (l) {
       var line = document.createElementNS("http://www.w3.org/2000/svg", "line");
