@@ -153,3 +153,25 @@ test("mix goes from one colour to the other", () => {
   assert.deepEqual(drawing.mix([0, 0, 0], [200, 100, 50], 0.5), [100, 50, 25]);
   assert.equal(drawing.css([1, 2, 3]), "rgb(1, 2, 3)");
 });
+
+test("a cell's number: two decimals without the leading zero, signed for a difference", () => {
+  assert.equal(drawing.cellNumber(0.2213), ".22");
+  assert.equal(drawing.cellNumber(0.999), "1");
+  assert.equal(drawing.cellNumber(0.001), "0");
+  assert.equal(drawing.cellNumber(0.05, true), "+.05");
+  assert.equal(drawing.cellNumber(-0.123, true), "\u2212.12");
+  assert.equal(drawing.cellNumber(-0.001, true), "0");
+});
+
+test("weights are written in cells of 28 px and more, and only on a labelled map", () => {
+  assert.equal(drawing.showsNumbers(drawing.mapLayout(16, 60, 1200)), true); // 36 px cells
+  assert.equal(drawing.showsNumbers(drawing.mapLayout(16, 60, 390)), false); // 19 px
+  assert.equal(drawing.showsNumbers(drawing.mapLayout(200, 60, 100000)), false); // unlabelled
+});
+
+test("every viridis and every diverging cell takes an ink of 4.5:1 or more", () => {
+  for (let v = -1; v <= 1; v += 0.01) {
+    const c = drawing.diverging(v);
+    assert.ok(drawing.contrast(c, drawing.ink(c)) >= 4.5, String(v));
+  }
+});

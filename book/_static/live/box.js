@@ -629,8 +629,9 @@
   var pixelCanvas = null;
 
   // One map on a canvas: paint(pixels) fills T x T RGBA pixels; the tokens on both axes
-  // (drawn as text), the query row outlined. Returns the cell geometry.
-  function drawMap(target, tokens, paint, query) {
+  // (drawn as text), the query row outlined; where the cells are large enough, number(q, k) (its
+  // text) written in each, in black or white to suit the cell's colour. Returns the geometry.
+  function drawMap(target, tokens, paint, query, number) {
     var canvas = target.canvas;
     var T = tokens.length;
     var font = "12px system-ui, sans-serif";
@@ -659,6 +660,19 @@
     pctx.putImageData(image, 0, 0);
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(pixelCanvas, g.margin, g.margin, g.cell * T, g.cell * T);
+    if (number && drawing.showsNumbers(g)) {
+      ctx.font = "10px system-ui, sans-serif";
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      var px = image.data;
+      for (var q = 0; q < T; q++) {
+        for (var k = 0; k < T; k++) {
+          var i = 4 * (q * T + k);
+          ctx.fillStyle = drawing.css(drawing.ink([px[i], px[i + 1], px[i + 2]]));
+          ctx.fillText(number(q, k), g.margin + (k + 0.5) * g.cell, g.margin + (q + 0.5) * g.cell);
+        }
+      }
+    }
     if (query >= 0 && query < T) {
       ctx.strokeStyle = drawing.css(themeColour("--live-chosen", [214, 39, 40]));
       ctx.lineWidth = 2;
@@ -695,7 +709,9 @@
     view.drawnWidth = view.large.scroll.clientWidth;
     view.geometry = drawMap(view.large, state.tokens, function (pixels) {
       drawing.paintHead(pixels, state.attentions, dims, layer, head, scale, table);
-    }, selected.query);
+    }, selected.query, function (q, k) {
+      return drawing.cellNumber(drawing.weightAt(state.attentions, dims, layer, head, q, k));
+    });
     view.title.textContent = "Layer " + layer + ", head " + head + ": rows are queries, columns keys";
     view.large.scroll.setAttribute(
       "aria-label",
@@ -924,7 +940,9 @@
     var scale = top(b.attentions, b.shape, layer, head);
     drawMap(view.second, b.tokens, function (pixels) {
       drawing.paintHead(pixels, b.attentions, b.shape, layer, head, scale, table);
-    }, -1);
+    }, -1, function (q, k) {
+      return drawing.cellNumber(drawing.weightAt(b.attentions, b.shape, layer, head, q, k));
+    });
     view.secondTitle.textContent = "Second sentence, layer " + layer + ", head " + head;
     view.second.scroll.setAttribute("aria-label", "Attention of layer " + layer + ", head " + head +
       " in the second sentence, " + T + " tokens");
@@ -943,7 +961,7 @@
       return t === state.tokens[j] ? t : state.tokens[j] + " / " + t;
     }), function (pixels) {
       drawing.paintMap(pixels, T, function (q, k) { return drawing.diverging(d.values[q * T + k] / range); });
-    }, -1);
+    }, -1, function (q, k) { return drawing.cellNumber(d.values[q * T + k], true); });
     view.diff.scroll.setAttribute("aria-label", "Second sentence minus first, layer " + layer +
       ", head " + head + "; largest change " + d.largest.toFixed(2));
     view.diffText.textContent = "Second minus first, cell by cell: the query and key at the same " +

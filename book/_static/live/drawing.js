@@ -86,6 +86,24 @@
     return { margin: margin, cell: cell, T: T, labelled: labelled, size: margin + cell * T };
   }
 
+  // Cells this large (px) have room for their weight written in them.
+  var NUMBER_CELL = 28;
+
+  function showsNumbers(geometry) {
+    return geometry.labelled && geometry.cell >= NUMBER_CELL;
+  }
+
+  // A weight as written in its cell: two decimals without the leading zero (".22", "1", "0");
+  // signed, for a difference ("+.05", "−.12", "0").
+  function cellNumber(v, signed) {
+    var text = Math.abs(v).toFixed(2);
+    if (text === "0.00") return "0";
+    if (text === "1.00") text = "1";
+    else text = text.replace(/^0/, "");
+    if (!signed) return v < 0 ? "\u2212" + text : text;
+    return (v < 0 ? "\u2212" : "+") + text;
+  }
+
   // The (query, key) under a point (x, y) px from the map's top left corner, or null.
   function cellAt(geometry, x, y) {
     var k = Math.floor((x - geometry.margin) / geometry.cell);
@@ -219,6 +237,8 @@
     paintHead: paintHead,
     paintMap: paintMap,
     mapLayout: mapLayout,
+    showsNumbers: showsNumbers,
+    cellNumber: cellNumber,
     cellAt: cellAt,
     weightAt: weightAt,
     rowText: rowText,
