@@ -2,15 +2,16 @@
 //
 // The page holds the box (book/_ext/attention_book/live_attention.py writes it: a text field, a
 // button that states the download size) and loads, in this order, viridis.js (the colour
-// table), drawing.js, head_view.js, fetching.js, model.js and this file, as classic scripts so that a page
-// opened from disk still runs them. This file is the box: its DOM and events. Nothing downloads
+// table), drawing.js, head_view.js, fetching.js, model.js and this file, as classic scripts so
+// that a page opened from disk still runs them. This file is the box: its DOM and events (the
+// head view's too). Nothing downloads
 // anything until the button is pressed; then model_worker.js fetches, from this book's own
 // _static folder, ONNX Runtime's single-threaded WebAssembly build, the exported model and the
 // tokenizer, and runs the model on every sentence typed, off the page's thread. Tokens are
 // shown as text only (textContent, <option> text, canvas fillText), never as markup.
 //
-// window.liveAttention holds the modules (viridis, drawing, headView, fetching, model) and the box's
-// state, read by the tests and the benchmark:
+// window.liveAttention holds the modules (viridis, drawing, headView, fetching, model) and the
+// box's state, read by the tests and the benchmark:
 //   status: "idle" | "unavailable" | "loading" | "ready" | "error"; computing: a run under way
 //   sentence, ids, tokens, truncatedFrom, unknownWords, attentions (Float32Array [L, H, T, T]),
 //   shape [L, H, T, T] (the model's output: L layers, H heads)
