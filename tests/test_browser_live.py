@@ -6,8 +6,9 @@ into the box and the page's own tokens, ids and attention weights (``window.live
 compared with the PyTorch model's (``attention_lab.pretrained``). Also: an empty box, a text over
 512 tokens, markup that must stay text, the keyboard, the model in a worker while the page
 answers, the focus kept while loading, a revisit that downloads nothing, the [UNK] line, a map
-that scrolls on a phone, the site served from a sub-path, a phone's 390 px viewport
-(screenshots in ``tests/screenshots/``) and a page opened as a file.
+that scrolls on a phone, the head view's lines (the model's weights for the query chosen), the
+labels' contrast in the theme's light and dark modes, the site served from a sub-path, a phone's
+390 px viewport (screenshots in ``tests/screenshots/``) and a page opened as a file.
 """
 
 from __future__ import annotations
@@ -331,6 +332,153 @@ def test_the_grid_and_the_switch_work_from_the_keyboard(live):
     live.tab.keyboard.press("Space")  # back to the fixed 0-1 scale
     live.tab.select_option("#live-query", "2")
     assert live.tab.text_content(".live-readout").startswith("Query 2 (cat)")
+
+
+# The head view's lines as drawn: [head, query, key, weight, opacity] from their data attributes.
+READ_LINES = """() => Array.from(document.querySelectorAll('#live-attention .live-hv-lines line'))
+  .map((l) => [+l.dataset.head, +l.dataset.query, +l.dataset.key, +l.dataset.weight,
+               +l.getAttribute('stroke-opacity')])"""
+
+
+def test_the_head_view_draws_the_models_weights_for_the_chosen_query(live):
+    sentence = "The animal didn't cross the street because it was too tired."
+    state = live.type(sentence)
+    L, H, T, _ = state["shape"]
+    weights = np.asarray(state["attentions"], dtype=np.float32).reshape(L, H, T, T)
+    _, tokens, expected = reference(sentence)
+    assert state["tokens"] == tokens
+    layer = 4
+    live.tab.select_option("#live-layer", str(layer))
+    assert f"layer {layer}" in live.tab.text_content(".live-hv-heading")
+    query = tokens.index("it")
+    token = live.tab.locator(".live-hv-queries .live-hv-token").nth(query)
+    token.hover()
+    live.tab.wait_for_function(
+        "(q) => document.querySelectorAll('.live-hv-lines line').length > 0 && Array.from("
+        "document.querySelectorAll('.live-hv-lines line')).every((l) => +l.dataset.query === q)",
+        arg=query,
+    )
+    assert token.get_attribute("aria-pressed") == "true"
+    assert live.tab.input_value("#live-query") == str(query)  # the box's query row follows
+    lines = np.asarray(live.tab.evaluate(READ_LINES))
+    drawn = {(int(h), int(k)): w for h, _, k, w, _ in lines}
+    # Every line carries the page's weight for (layer, head, query, key) exactly, its opacity is
+    # that weight, and the lines left out are the invisible ones (under 0.001).
+    for (h, k), w in drawn.items():
+        assert w == float(weights[layer, h, query, k])
+    assert np.allclose(lines[:, 4], lines[:, 3], atol=6e-4)
+    for h in range(H):
+        for k in range(T):
+            if (h, k) not in drawn:
+                assert weights[layer, h, query, k] < 1e-3
+    # and the page's weights are the PyTorch model's.
+    page = np.zeros((H, T), dtype=np.float32)
+    for (h, k), w in drawn.items():
+        page[h, k] = w
+    python = np.where(page > 0, expected[layer, :, query, :], 0)
+    assert np.abs(page - python).max() <= ATOL_ATTENTION
+    # The text alternative: each head's top key, with its weight.
+    items = live.tab.eval_on_selector_all(
+        ".live-hv-summary li", "(ls) => ls.map((l) => l.textContent)"
+    )
+    assert len(items) == H
+    for h, text in enumerate(items):
+        k = int(np.argmax(weights[layer, h, query]))
+        assert text.startswith(f"head {h}: {k} {tokens[k]} {weights[layer, h, query, k]:.2f}")
+    # A head switched off draws no line and leaves the list; switched on, it is back.
+    live.tab.click(".live-hv-toggle >> nth=3")
+    assert live.tab.get_attribute(".live-hv-toggle >> nth=3", "aria-pressed") == "false"
+    assert 3 not in {int(h) for h, *_ in live.tab.evaluate(READ_LINES)}
+    assert len(live.tab.query_selector_all(".live-hv-summary li")) == H - 1
+    live.tab.click(".live-hv-toggle >> nth=3")
+    assert len(live.tab.evaluate(READ_LINES)) == len(lines)
+    # The keyboard: the chosen token has the tab stop; arrow keys choose the next query.
+    live.tab.focus(".live-hv-queries .live-hv-token[tabindex='0']")
+    live.tab.keyboard.press("ArrowDown")
+    pressed = live.tab.get_attribute(".live-hv-queries [aria-pressed=true]", "data-index")
+    assert pressed == str(query + 1)
+    assert live.tab.evaluate("() => document.activeElement.dataset.index") == pressed
+    assert {int(q) for _, q, *_ in live.tab.evaluate(READ_LINES)} == {query + 1}
+    live.tab.keyboard.press("Home")
+    assert live.tab.get_attribute(".live-hv-queries [aria-pressed=true]", "data-index") == "0"
+    live.tab.select_option("#live-layer", "0")
+
+
+# WCAG 2's contrast of an element's computed colour on the first opaque background under it.
+CONTRASTS = """(selectors) => {
+  const rgb = (c) => c.match(/[\\d.]+/g).map(Number);
+  const lum = (c) => { const v = c.slice(0, 3).map((x) => { x /= 255;
+    return x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+  const ground = (e) => { for (; e; e = e.parentElement) {
+    const c = rgb(getComputedStyle(e).backgroundColor);
+    if (c.length < 4 || c[3] > 0) return c; } return [255, 255, 255]; };
+  const out = {};
+  for (const s of selectors) {
+    out[s] = Array.from(document.querySelectorAll(s)).filter((e) => e.getClientRects().length)
+      .map((e) => { const a = lum(rgb(getComputedStyle(e).color)), b = lum(ground(e));
+        return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); });
+  }
+  return out;
+}"""
+LABELS = [
+    "#live-attention .live-axis",  # the grid's layer and head numbers
+    "#live-attention .live-legend span",  # the colour scale's ends
+    "#live-attention .live-hv-keys .live-hv-token",  # keys shaded by weight
+    "#live-attention .live-hv-summary li",
+    "#live-attention .live-hv-toggle",
+    "#live-attention .live-status",
+]
+
+
+def set_theme(tab, theme: str) -> None:
+    """The theme's switch: pydata-sphinx-theme sets data-theme (and data-mode) on <html>."""
+    tab.evaluate(
+        "(t) => { const html = document.documentElement; html.dataset.mode = t;"
+        " html.dataset.theme = t; }",
+        theme,
+    )
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_labels_are_readable_in_both_themes(live, axe, theme):
+    from test_browser_a11y import BLOCKING, WCAG_A_AA
+
+    live.type("The cat sat on the mat.")
+    live.tab.hover(".live-hv-queries .live-hv-token >> nth=2")
+    try:
+        set_theme(live.tab, theme)
+        # The canvases are drawn again in the theme's colours (the maps' labels, the shades).
+        live.tab.wait_for_function(
+            "(t) => getComputedStyle(document.querySelector('#live-attention'))"
+            ".getPropertyValue('--live-bg').trim() === (t === 'dark' ? '#121212' : '#ffffff')",
+            arg=theme,
+        )
+        ratios = live.tab.evaluate(CONTRASTS, LABELS)
+        for selector, values in ratios.items():
+            assert values, f"nothing measured for {selector}"
+            assert min(values) >= 4.5, (theme, selector, min(values))
+        # axe-core on the box (the rest of the page in dark mode is tested on its own).
+        live.tab.add_script_tag(path=str(axe))
+        result = live.tab.evaluate(
+            "(tags) => axe.run('#live-attention', {runOnly: {type: 'tag', values: tags},"
+            " resultTypes: ['violations']})",
+            WCAG_A_AA,
+        )
+        blocking = [
+            (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
+            for v in result["violations"]
+            if v["impact"] in BLOCKING
+        ]
+        assert not blocking, blocking
+        box = live.tab.locator("#live-attention")
+        element_screenshot(box, f"live_attention_{theme}_1280px")
+        live.tab.set_viewport_size({"width": 390, "height": 844})
+        live.tab.wait_for_timeout(400)  # the maps are drawn again to the new width
+        element_screenshot(box, f"live_attention_{theme}_390px")
+    finally:
+        live.tab.set_viewport_size({"width": 1280, "height": 900})
+        set_theme(live.tab, "light")
 
 
 def test_two_sentences_side_by_side_and_their_difference(live):

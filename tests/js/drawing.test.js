@@ -116,3 +116,62 @@ test("the grid's label and moves follow the model's shape, not a constant", () =
   assert.deepEqual(drawing.gridMove(dims, 0, 0, "End"), { layer: 0, head: 2 });
   assert.equal(drawing.gridMove(dims, 0, 0, "a"), null);
 });
+
+test("colours parse from hex and rgb() text", () => {
+  assert.deepEqual(drawing.parseColour("#3a3f47"), [58, 63, 71]);
+  assert.deepEqual(drawing.parseColour(" #fff "), [255, 255, 255]);
+  assert.deepEqual(drawing.parseColour("rgb(20, 24, 30)"), [20, 24, 30]);
+  assert.deepEqual(drawing.parseColour("rgba(1, 2, 3, 0.5)"), [1, 2, 3]);
+  assert.equal(drawing.parseColour("red"), null);
+  assert.equal(drawing.parseColour(""), null);
+});
+
+test("contrast is WCAG 2's: 21 for black on white, 1 for a colour on itself", () => {
+  assert.equal(drawing.contrast([0, 0, 0], [255, 255, 255]), 21);
+  assert.equal(drawing.contrast([68, 1, 84], [68, 1, 84]), 1);
+  // The box's grey axis numbers of before on the dark theme's page: 1.68:1.
+  assert.equal(drawing.contrast([58, 63, 71], [20, 24, 30]).toFixed(2), "1.68");
+  assert.equal(drawing.luminance([255, 255, 255]), 1);
+});
+
+test("ink on a colour is dark on light cells and light on dark ones, and always readable", () => {
+  assert.deepEqual(drawing.ink(viridis[255]), [0, 0, 0]);
+  assert.deepEqual(drawing.ink(viridis[0]), [255, 255, 255]);
+  for (const c of viridis) assert.ok(drawing.contrast(c, drawing.ink(c)) >= 4.5);
+  // The head view's keys: the dark theme's page shaded towards its blue.
+  for (let t = 0; t <= 1; t += 0.01) {
+    const bg = drawing.mix([22, 25, 31], [79, 163, 224], t);
+    assert.ok(drawing.contrast(bg, drawing.ink(bg)) >= 4.5);
+  }
+  // Any two inks: the one that contrasts more.
+  assert.deepEqual(drawing.ink([240, 240, 240], [30, 30, 30], [250, 250, 250]), [30, 30, 30]);
+});
+
+test("mix goes from one colour to the other", () => {
+  assert.deepEqual(drawing.mix([0, 0, 0], [255, 255, 255], 0), [0, 0, 0]);
+  assert.deepEqual(drawing.mix([0, 0, 0], [255, 255, 255], 1), [255, 255, 255]);
+  assert.deepEqual(drawing.mix([0, 0, 0], [200, 100, 50], 0.5), [100, 50, 25]);
+  assert.equal(drawing.css([1, 2, 3]), "rgb(1, 2, 3)");
+});
+
+test("a cell's number: two decimals without the leading zero, signed for a difference", () => {
+  assert.equal(drawing.cellNumber(0.2213), ".22");
+  assert.equal(drawing.cellNumber(0.999), "1");
+  assert.equal(drawing.cellNumber(0.001), "0");
+  assert.equal(drawing.cellNumber(0.05, true), "+.05");
+  assert.equal(drawing.cellNumber(-0.123, true), "\u2212.12");
+  assert.equal(drawing.cellNumber(-0.001, true), "0");
+});
+
+test("weights are written in cells of 28 px and more, and only on a labelled map", () => {
+  assert.equal(drawing.showsNumbers(drawing.mapLayout(16, 60, 1200)), true); // 36 px cells
+  assert.equal(drawing.showsNumbers(drawing.mapLayout(16, 60, 390)), false); // 19 px
+  assert.equal(drawing.showsNumbers(drawing.mapLayout(200, 60, 100000)), false); // unlabelled
+});
+
+test("every viridis and every diverging cell takes an ink of 4.5:1 or more", () => {
+  for (let v = -1; v <= 1; v += 0.01) {
+    const c = drawing.diverging(v);
+    assert.ok(drawing.contrast(c, drawing.ink(c)) >= 4.5, String(v));
+  }
+});

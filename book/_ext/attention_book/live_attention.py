@@ -195,9 +195,9 @@ TOKENIZERS_PACKAGE = "@huggingface/tokenizers"
 ORT_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 # The box's scripts, in the order the page loads them: each adds its part to window.liveAttention
-# (the colour table, the drawing arithmetic, the downloads, the model), and box.js, last, builds
-# the box from them.
-SCRIPTS = ("viridis.js", "drawing.js", "fetching.js", "model.js", "box.js")
+# (the colour table, the drawing arithmetic, the head view's geometry, the downloads, the model),
+# and box.js, last, builds the box from them.
+SCRIPTS = ("viridis.js", "drawing.js", "head_view.js", "fetching.js", "model.js", "box.js")
 
 
 def _downloads(app: Sphinx) -> list[tuple[Path, str]]:

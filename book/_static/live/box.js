@@ -2,15 +2,16 @@
 //
 // The page holds the box (book/_ext/attention_book/live_attention.py writes it: a text field, a
 // button that states the download size) and loads, in this order, viridis.js (the colour
-// table), drawing.js, fetching.js, model.js and this file, as classic scripts so that a page
-// opened from disk still runs them. This file is the box: its DOM and events. Nothing downloads
+// table), drawing.js, head_view.js, fetching.js, model.js and this file, as classic scripts so
+// that a page opened from disk still runs them. This file is the box: its DOM and events (the
+// head view's too). Nothing downloads
 // anything until the button is pressed; then model_worker.js fetches, from this book's own
 // _static folder, ONNX Runtime's single-threaded WebAssembly build, the exported model and the
 // tokenizer, and runs the model on every sentence typed, off the page's thread. Tokens are
 // shown as text only (textContent, <option> text, canvas fillText), never as markup.
 //
-// window.liveAttention holds the modules (viridis, drawing, fetching, model) and the box's
-// state, read by the tests and the benchmark:
+// window.liveAttention holds the modules (viridis, drawing, headView, fetching, model) and the
+// box's state, read by the tests and the benchmark:
 //   status: "idle" | "unavailable" | "loading" | "ready" | "error"; computing: a run under way
 //   sentence, ids, tokens, truncatedFrom, unknownWords, attentions (Float32Array [L, H, T, T]),
 //   shape [L, H, T, T] (the model's output: L layers, H heads)
@@ -22,6 +23,7 @@
 
   var live = (root.liveAttention = root.liveAttention || {});
   var drawing = live.drawing;
+  var headView = live.headView;
   var fetching = live.fetching;
   var model = live.model;
   var table = live.viridis;
@@ -54,6 +56,14 @@
   var box = null;
   var view = null;
   var selected = { layer: 0, head: 0, query: -1, perHead: false };
+  var shownHeads = null; // the head view's toggles: shownHeads[h] true when head h's lines show
+
+  // A colour of the box's theme (live_attention.css: custom properties that follow the theme's
+  // light or dark mode), as [r, g, b].
+  function themeColour(name, fallback) {
+    var text = getComputedStyle(box.root).getPropertyValue(name);
+    return drawing.parseColour(text) || fallback;
+  }
 
   function el(tag, props, children) {
     var node = document.createElement(tag);
@@ -405,7 +415,7 @@
     var scaleBox = el("input", { type: "checkbox", id: "live-per-head" });
     layerSelect.addEventListener("change", function () { select(+layerSelect.value, selected.head); });
     headSelect.addEventListener("change", function () { select(selected.layer, +headSelect.value); });
-    querySelect.addEventListener("change", function () { selected.query = +querySelect.value; drawLarge(); });
+    querySelect.addEventListener("change", function () { selected.query = +querySelect.value; drawLarge(); drawHeadView(); });
     scaleBox.addEventListener("change", function () { selected.perHead = scaleBox.checked; redraw(); });
 
     var controls = el("div", { className: "live-controls" }, [
@@ -466,7 +476,11 @@
 
     var large = scroller(el("canvas", { className: "live-large-canvas" }), "");
     var readout = el("p", { className: "live-readout" });
-    var legend = el("canvas", { className: "live-legend", width: "240", height: "34", role: "img" });
+    var legendBar = el("canvas", { width: "200", height: "14", "aria-hidden": "true" });
+    var legendLow = el("span", { className: "live-legend-low", "aria-hidden": "true", text: "0" });
+    var legendHigh = el("span", { className: "live-legend-high", "aria-hidden": "true", text: "1.00" });
+    var legend = el("div", { className: "live-legend", role: "img" }, [legendLow, legendBar, legendHigh]);
+    var hv = buildHeadView(H);
     var unknown = el("p", { className: "live-note live-unknown" });
     unknown.hidden = true;
     var title = el("p", { className: "live-heading live-large-title" });
@@ -486,6 +500,7 @@
       large.hint,
       legend,
       readout,
+      hv.root,
       el("div", { className: "live-compare" }, [
         el("span", {}, [compareBox, el("label", { for: "live-compare", text: " Compare with a second sentence" })]),
         compareInput,
@@ -504,7 +519,10 @@
       large: large,
       title: title,
       legend: legend,
+      legendBar: legendBar,
+      legendHigh: legendHigh,
       readout: readout,
+      hv: hv,
       compareBox: compareBox,
       secondField: secondField,
       secondNote: secondNote,
@@ -517,6 +535,10 @@
       geometry: null
     };
     select(0, 0);
+    // The theme's switch: the canvases and the head view's shades take the new mode's colours.
+    new MutationObserver(function () {
+      if (state.attentions && !view.body.hidden) drawLarge();
+    }).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
   }
 
   function onCell(event) {
@@ -608,8 +630,9 @@
   var pixelCanvas = null;
 
   // One map on a canvas: paint(pixels) fills T x T RGBA pixels; the tokens on both axes
-  // (drawn as text), the query row outlined. Returns the cell geometry.
-  function drawMap(target, tokens, paint, query) {
+  // (drawn as text), the query row outlined; where the cells are large enough, number(q, k) (its
+  // text) written in each, in black or white to suit the cell's colour. Returns the geometry.
+  function drawMap(target, tokens, paint, query, number) {
     var canvas = target.canvas;
     var T = tokens.length;
     var font = "12px system-ui, sans-serif";
@@ -625,7 +648,8 @@
     canvas.style.height = g.size + "px";
     ctx = canvas.getContext("2d");
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.fillStyle = "#fff";
+    var paper = themeColour("--live-bg", [255, 255, 255]);
+    ctx.fillStyle = drawing.css(paper);
     ctx.fillRect(0, 0, g.size, g.size);
     // The cells: one pixel each on a T x T canvas, scaled up without smoothing.
     pixelCanvas = pixelCanvas || document.createElement("canvas");
@@ -637,13 +661,26 @@
     pctx.putImageData(image, 0, 0);
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(pixelCanvas, g.margin, g.margin, g.cell * T, g.cell * T);
+    if (number && drawing.showsNumbers(g)) {
+      ctx.font = "10px system-ui, sans-serif";
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      var px = image.data;
+      for (var q = 0; q < T; q++) {
+        for (var k = 0; k < T; k++) {
+          var i = 4 * (q * T + k);
+          ctx.fillStyle = drawing.css(drawing.ink([px[i], px[i + 1], px[i + 2]]));
+          ctx.fillText(number(q, k), g.margin + (k + 0.5) * g.cell, g.margin + (q + 0.5) * g.cell);
+        }
+      }
+    }
     if (query >= 0 && query < T) {
-      ctx.strokeStyle = "#d62728";
+      ctx.strokeStyle = drawing.css(themeColour("--live-chosen", [214, 39, 40]));
       ctx.lineWidth = 2;
       ctx.strokeRect(g.margin + 1, g.margin + query * g.cell + 1, g.cell * T - 2, g.cell - 2);
     }
     ctx.font = font;
-    ctx.fillStyle = "#222";
+    ctx.fillStyle = drawing.css(themeColour("--live-ink", [31, 35, 40]));
     ctx.textBaseline = "middle";
     ctx.textAlign = "right";
     if (g.labelled) {
@@ -673,7 +710,9 @@
     view.drawnWidth = view.large.scroll.clientWidth;
     view.geometry = drawMap(view.large, state.tokens, function (pixels) {
       drawing.paintHead(pixels, state.attentions, dims, layer, head, scale, table);
-    }, selected.query);
+    }, selected.query, function (q, k) {
+      return drawing.cellNumber(drawing.weightAt(state.attentions, dims, layer, head, q, k));
+    });
     view.title.textContent = "Layer " + layer + ", head " + head + ": rows are queries, columns keys";
     view.large.scroll.setAttribute(
       "aria-label",
@@ -682,7 +721,205 @@
     );
     drawLegend(scale);
     view.readout.textContent = rowText();
+    drawHeadView();
     drawCompare();
+  }
+
+  // ---- the head view (BertViz's) ---------------------------------------------------------
+
+  // The head view of the selected layer: query tokens on the left (buttons: pointing at one or
+  // focusing it chooses it as the query; arrow keys move between them, one tab stop), keys on
+  // the right, between them an SVG of lines in each head's colour, as strong as the weight
+  // (head_view.js), and as text, the keys each head weighs most for the chosen query.
+  var ROW = 22; // px, .live-hv's --live-row
+  var ALL_PAIRS = 6000; // before a query is chosen, every query's lines are drawn up to this many
+
+  function buildHeadView(H) {
+    shownHeads = [];
+    var toggles = el("div", { className: "live-hv-toggles", role: "group", "aria-label": "Heads shown in the head view" });
+    var buttons = [];
+    for (var h = 0; h < H; h++) {
+      shownHeads.push(true);
+      var b = el("button", { type: "button", className: "live-hv-toggle", "aria-pressed": "true", "aria-label": "head " + h, text: String(h) });
+      b.style.setProperty("--live-head", headView.headColour(h));
+      b.dataset.head = h;
+      b.addEventListener("click", function (event) {
+        var k = +event.currentTarget.dataset.head;
+        shownHeads[k] = !shownHeads[k];
+        drawHeadView();
+      });
+      toggles.appendChild(b);
+      buttons.push(b);
+    }
+    var all = el("button", { type: "button", className: "live-hv-all", text: "Hide all" });
+    all.addEventListener("click", function () {
+      var on = !shownHeads.some(Boolean);
+      shownHeads = shownHeads.map(function () { return on; });
+      drawHeadView();
+    });
+    toggles.appendChild(all);
+    var queries = el("div", { className: "live-hv-column live-hv-queries", role: "group", "aria-label": "Query tokens" });
+    var keys = el("div", { className: "live-hv-column live-hv-keys", "aria-hidden": "true" });
+    var svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.setAttribute("class", "live-hv-lines");
+    svg.setAttribute("aria-hidden", "true");
+    svg.setAttribute("preserveAspectRatio", "none");
+    var grid = el("div", { className: "live-hv" }, [queries, svg, keys]);
+    var scroll = el("div", { className: "live-hv-scroll" }, [grid]);
+    var heading = el("p", { className: "live-heading live-hv-heading" });
+    var caption = el("p", { className: "live-hv-caption" });
+    var summary = el("ul", { className: "live-hv-summary" });
+    var root = el("div", { className: "live-headview", role: "region", "aria-label": "Head view" }, [
+      heading,
+      el("p", {
+        className: "live-note",
+        text: "Point at a token on the left, or focus it (Tab, then the arrow keys), to see which " +
+          "tokens it attends to: one line per head and key, in the head's colour, as strong as " +
+          "the weight. The buttons show or hide each head's lines."
+      }),
+      toggles,
+      scroll,
+      caption,
+      summary
+    ]);
+    queries.addEventListener("mouseover", function (event) {
+      var t = event.target.closest(".live-hv-token");
+      if (t) chooseQuery(+t.dataset.index);
+    });
+    queries.addEventListener("focusin", function (event) {
+      var t = event.target.closest(".live-hv-token");
+      if (t) chooseQuery(+t.dataset.index);
+    });
+    queries.addEventListener("keydown", function (event) {
+      var T = state.shape ? state.shape[2] : 0;
+      var to = headView.move(T, Math.max(0, selected.query), event.key);
+      if (to === null) return;
+      event.preventDefault();
+      var target = queries.children[to];
+      if (target) {
+        target.focus();
+        target.scrollIntoView({ block: "nearest" });
+      }
+    });
+    return {
+      root: root, heading: heading, toggles: buttons, all: all, queries: queries, keys: keys,
+      svg: svg, caption: caption, summary: summary, drawnFor: null, drawnKey: "", tokensFor: null
+    };
+  }
+
+  // A query chosen in the head view: the query row of the whole box (the list, the large map's
+  // outline, the readout) follows it; the large map is drawn again once the pointer rests
+  // (120 ms), not for every token it crosses (a 512-token map takes a while to draw).
+  var largeLater = null;
+
+  function chooseQuery(q) {
+    if (q === selected.query) return;
+    selected.query = q;
+    view.querySelect.value = String(q);
+    view.readout.textContent = rowText();
+    drawHeadView();
+    clearTimeout(largeLater);
+    largeLater = setTimeout(function () { if (state.attentions) drawLarge(); }, 120);
+  }
+
+  function drawHeadView() {
+    if (!view || !state.attentions) return;
+    var hv = view.hv;
+    var dims = state.shape;
+    var T = dims[2];
+    var H = dims[1];
+    var layer = selected.layer;
+    var q = selected.query;
+    var theme = document.documentElement.getAttribute("data-theme") || "";
+    var key = [layer, q, shownHeads.map(Number).join(""), theme].join("|");
+    if (hv.drawnFor === state.attentions && hv.drawnKey === key) return;
+    var fresh = hv.tokensFor !== state.attentions;
+    hv.drawnFor = state.attentions;
+    hv.drawnKey = key;
+    if (fresh) {
+      hv.tokensFor = state.attentions;
+      var left = document.createDocumentFragment();
+      var right = document.createDocumentFragment();
+      state.tokens.forEach(function (t, i) {
+        var b = el("button", { type: "button", className: "live-hv-token", tabindex: "-1", "aria-pressed": "false", text: t });
+        b.setAttribute("aria-label", "query " + i + ": " + t);
+        b.dataset.index = i;
+        left.appendChild(b);
+        var k = el("span", { className: "live-hv-token", text: t });
+        k.dataset.index = i;
+        right.appendChild(k);
+      });
+      hv.queries.replaceChildren(left);
+      hv.keys.replaceChildren(right);
+    }
+    var shownCount = shownHeads.filter(Boolean).length;
+    hv.toggles.forEach(function (b, h) { b.setAttribute("aria-pressed", shownHeads[h] ? "true" : "false"); });
+    hv.all.textContent = shownCount ? "Hide all" : "Show all";
+    hv.heading.textContent = "Head view: layer " + layer + ", its " + H + " heads, one colour each";
+
+    // The lines: x from 0 to 100 in the SVG's units, stretched to its column (their widths in
+    // px, unstretched); y in px, one row of ROW px per token.
+    var g = headView.layout(T, 0, { rowHeight: ROW, gap: 100, pad: 0 });
+    hv.svg.setAttribute("viewBox", "0 0 100 " + g.height);
+    hv.svg.setAttribute("height", String(g.height));
+    var lines = [];
+    var tooMany = q < 0 && T * T * shownCount > ALL_PAIRS;
+    // Lines under 0.001 (0.01 past 128 tokens, where there are thousands) are left out: their
+    // opacity is their weight, so they would not show.
+    if (!tooMany) lines = headView.lines(state.attentions, dims, layer, q, g, shownHeads, T > 128 ? 0.01 : 0.001);
+    var frag = document.createDocumentFragment();
+    lines.forEach(function (l) {
+      var line = document.createElementNS("http://www.w3.org/2000/svg", "line");
+      line.setAttribute("x1", l.x1);
+      line.setAttribute("y1", l.y1);
+      line.setAttribute("x2", l.x2);
+      line.setAttribute("y2", l.y2);
+      line.setAttribute("stroke", l.colour);
+      line.setAttribute("stroke-opacity", l.opacity.toFixed(3));
+      line.setAttribute("stroke-width", l.width.toFixed(2));
+      line.setAttribute("vector-effect", "non-scaling-stroke");
+      line.setAttribute("data-head", l.head);
+      line.setAttribute("data-query", l.query);
+      line.setAttribute("data-key", l.key);
+      line.setAttribute("data-weight", String(l.weight));
+      frag.appendChild(line);
+    });
+    hv.svg.replaceChildren(frag);
+
+    // The query chosen (one tab stop: it, or the first token); the keys shaded by their mean
+    // weight over the heads shown, their ink black or white to suit the shade (drawing.ink).
+    var focusAt = q >= 0 ? q : 0;
+    Array.prototype.forEach.call(hv.queries.children, function (b, i) {
+      b.setAttribute("aria-pressed", i === q ? "true" : "false");
+      b.tabIndex = i === focusAt ? 0 : -1;
+    });
+    var paper = themeColour("--live-bg", [255, 255, 255]);
+    var shade = themeColour("--live-shade", [31, 119, 180]);
+    var means = headView.keyShade(state.attentions, dims, layer, q, shownHeads);
+    Array.prototype.forEach.call(hv.keys.children, function (k, i) {
+      if (q < 0 || !shownCount) {
+        k.style.background = "";
+        k.style.color = "";
+        return;
+      }
+      var bg = drawing.mix(paper, shade, means[i]);
+      k.style.background = drawing.css(bg);
+      k.style.color = drawing.css(drawing.ink(bg));
+    });
+
+    // The text alternative.
+    hv.caption.textContent = tooMany
+      ? "Point at a token on the left, or focus it, to draw its lines (" + T + " tokens are too many to draw every query's lines at once)."
+      : q < 0
+        ? "Every query's lines are drawn; point at a token on the left, or focus it, to see its own."
+        : headView.caption(state.tokens, layer, q, shownCount, H) + ":";
+    var items = document.createDocumentFragment();
+    headView.summary(state.attentions, dims, state.tokens, layer, q, shownHeads, 3).forEach(function (s) {
+      var li = el("li", { text: s.text });
+      li.style.setProperty("--live-head", headView.headColour(s.head));
+      items.appendChild(li);
+    });
+    hv.summary.replaceChildren(items);
   }
 
   // ---- two sentences side by side --------------------------------------------------------
@@ -704,7 +941,9 @@
     var scale = top(b.attentions, b.shape, layer, head);
     drawMap(view.second, b.tokens, function (pixels) {
       drawing.paintHead(pixels, b.attentions, b.shape, layer, head, scale, table);
-    }, -1);
+    }, -1, function (q, k) {
+      return drawing.cellNumber(drawing.weightAt(b.attentions, b.shape, layer, head, q, k));
+    });
     view.secondTitle.textContent = "Second sentence, layer " + layer + ", head " + head;
     view.second.scroll.setAttribute("aria-label", "Attention of layer " + layer + ", head " + head +
       " in the second sentence, " + T + " tokens");
@@ -723,7 +962,7 @@
       return t === state.tokens[j] ? t : state.tokens[j] + " / " + t;
     }), function (pixels) {
       drawing.paintMap(pixels, T, function (q, k) { return drawing.diverging(d.values[q * T + k] / range); });
-    }, -1);
+    }, -1, function (q, k) { return drawing.cellNumber(d.values[q * T + k], true); });
     view.diff.scroll.setAttribute("aria-label", "Second sentence minus first, layer " + layer +
       ", head " + head + "; largest change " + d.largest.toFixed(2));
     view.diffText.textContent = "Second minus first, cell by cell: the query and key at the same " +
@@ -732,22 +971,17 @@
       "Largest change in this head: " + d.largest.toFixed(2) + ".";
   }
 
+  // The colour scale: a bar of 200 colours, its ends as text (in the theme's ink).
   function drawLegend(scale) {
-    var canvas = view.legend;
+    var canvas = view.legendBar;
     var ctx = canvas.getContext("2d");
-    ctx.clearRect(0, 0, canvas.width, canvas.height);
     for (var x = 0; x < 200; x++) {
       var c = drawing.colour(x, 199, table);
       ctx.fillStyle = "rgb(" + c[0] + "," + c[1] + "," + c[2] + ")";
-      ctx.fillRect(20 + x, 2, 1, 14);
+      ctx.fillRect(x, 0, 1, 14);
     }
-    ctx.fillStyle = "#222";
-    ctx.font = "12px system-ui, sans-serif";
-    ctx.textBaseline = "top";
-    ctx.textAlign = "center";
-    ctx.fillText("0", 20, 19);
-    ctx.fillText(scale.toFixed(2), 220, 19);
-    canvas.setAttribute("aria-label", "Colour scale from 0 (dark purple) to " + scale.toFixed(2) + " (yellow)" +
+    view.legendHigh.textContent = scale.toFixed(2);
+    view.legend.setAttribute("aria-label", "Colour scale from 0 (dark purple) to " + scale.toFixed(2) + " (yellow)" +
       (selected.perHead ? ", this head's largest weight" : ""));
   }
 

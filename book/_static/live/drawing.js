@@ -86,6 +86,24 @@
     return { margin: margin, cell: cell, T: T, labelled: labelled, size: margin + cell * T };
   }
 
+  // Cells this large (px) have room for their weight written in them.
+  var NUMBER_CELL = 28;
+
+  function showsNumbers(geometry) {
+    return geometry.labelled && geometry.cell >= NUMBER_CELL;
+  }
+
+  // A weight as written in its cell: two decimals without the leading zero (".22", "1", "0");
+  // signed, for a difference ("+.05", "−.12", "0").
+  function cellNumber(v, signed) {
+    var text = Math.abs(v).toFixed(2);
+    if (text === "0.00") return "0";
+    if (text === "1.00") text = "1";
+    else text = text.replace(/^0/, "");
+    if (!signed) return v < 0 ? "\u2212" + text : text;
+    return (v < 0 ? "\u2212" : "+") + text;
+  }
+
   // The (query, key) under a point (x, y) px from the map's top left corner, or null.
   function cellAt(geometry, x, y) {
     var k = Math.floor((x - geometry.margin) / geometry.cell);
@@ -163,6 +181,54 @@
     };
   }
 
+  // ---- ink on colour (WCAG 2) ----
+
+  // "#rrggbb", "#rgb" or "rgb(r, g, b)" / "rgba(...)" as [r, g, b] (0-255); null otherwise.
+  function parseColour(text) {
+    var t = String(text || "").trim();
+    var m = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.exec(t);
+    if (m) {
+      var hex = m[1].length === 3 ? m[1].replace(/./g, "$&$&") : m[1];
+      return [0, 2, 4].map(function (i) { return parseInt(hex.slice(i, i + 2), 16); });
+    }
+    m = /^rgba?\(\s*([\d.]+)[\s,]+([\d.]+)[\s,]+([\d.]+)/i.exec(t);
+    return m ? [+m[1], +m[2], +m[3]] : null;
+  }
+
+  // WCAG 2's relative luminance of an sRGB colour [r, g, b] (0-255).
+  function luminance(rgb) {
+    var c = rgb.map(function (v) {
+      var x = v / 255;
+      return x <= 0.04045 ? x / 12.92 : Math.pow((x + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  }
+
+  // WCAG 2's contrast ratio of two colours, 1 to 21.
+  function contrast(a, b) {
+    var la = luminance(a);
+    var lb = luminance(b);
+    return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+  }
+
+  // The ink for text on a cell of colour rgb: dark or light, whichever contrasts more (black or
+  // white by default: one of them is at least 4.58:1 on any colour).
+  function ink(rgb, dark, light) {
+    var d = dark || [0, 0, 0];
+    var l = light || [255, 255, 255];
+    return contrast(rgb, d) >= contrast(rgb, l) ? d : l;
+  }
+
+  // a and b mixed: t = 0 is a, t = 1 is b (rounded to whole bytes).
+  function mix(a, b, t) {
+    var x = Math.max(0, Math.min(1, t));
+    return [0, 1, 2].map(function (i) { return Math.round(a[i] + (b[i] - a[i]) * x); });
+  }
+
+  function css(rgb) {
+    return "rgb(" + rgb[0] + ", " + rgb[1] + ", " + rgb[2] + ")";
+  }
+
   var drawing = {
     colour: colour,
     diverging: diverging,
@@ -171,6 +237,8 @@
     paintHead: paintHead,
     paintMap: paintMap,
     mapLayout: mapLayout,
+    showsNumbers: showsNumbers,
+    cellNumber: cellNumber,
     cellAt: cellAt,
     weightAt: weightAt,
     rowText: rowText,
@@ -178,7 +246,13 @@
     difference: difference,
     overflow: overflow,
     gridLabel: gridLabel,
-    gridMove: gridMove
+    gridMove: gridMove,
+    parseColour: parseColour,
+    luminance: luminance,
+    contrast: contrast,
+    ink: ink,
+    mix: mix,
+    css: css
   };
   var ns = (root.liveAttention = root.liveAttention || {});
   ns.drawing = drawing;
