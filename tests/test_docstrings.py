@@ -9,6 +9,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
+import re
 
 import pytest
 
@@ -44,3 +45,24 @@ def test_docstring_examples_run(name):
     assert failures == 0
     if name in WITH_EXAMPLES:
         assert tried >= 3, f"attention_lab.{name} has only {tried} example lines"
+
+
+def test_every_shape_letter_is_defined_on_the_notation_page():
+    """A capitalised name inside a shape (``# [B, T, V]``, ``Shape ``[N, D]``) is in its table."""
+    from conftest import ROOT
+
+    notation = (ROOT / "book" / "notation.md").read_text()
+    defined = set(re.findall(r"^\| `(\w+)` \|", notation, flags=re.MULTILINE))
+    shape = re.compile(r"(?:#\s*(?:\w+\s+)?|[Ss]hape ``)\[([^\]\n]+)\]")
+    sources = [
+        *(ROOT / "lib" / "attention_lab").rglob("*.py"),
+        *(ROOT / "notebooks_src").rglob("*.md"),
+    ]
+    used: dict[str, str] = {}
+    for path in sources:
+        for inside in shape.findall(path.read_text()):
+            for letter in re.findall(r"\b[A-Z][a-z]?\b", inside):
+                used.setdefault(letter, path.name)
+    assert used, "no shape comments found"
+    missing = {letter: where for letter, where in used.items() if letter not in defined}
+    assert not missing, f"shape letters not defined in book/notation.md: {missing}"

@@ -522,3 +522,26 @@ def test_quiz_cells_point_at_existing_quiz_files():
             path = (chapter.parent / target).resolve()
             assert path.is_file(), f"{chapter.name}: show_quiz({target!r}): no such file"
             assert path.stem == chapter.stem, f"{chapter.name} shows another chapter's quiz"
+
+
+def test_masks_quiz_wrong_answers_are_the_mistakes_their_feedback_names():
+    """Chapter 05's combined-mask question: each wrong count is the mistake its feedback names."""
+    ids = torch.tensor([[5, 7, 9, 0, 0]])  # [B, T]
+    causal, padding = masks.causal_mask(5), masks.padding_mask(ids)  # [T, T], [B, 1, 1, T]
+    real = ids[0] != 0  # [T]
+    no_causal = padding[0, 0].expand(5, 5)  # [T, T]: the causal mask forgotten
+    assert no_causal[real].sum().item() == 9  # 3 x 3: real queries, real keys
+    assert causal.sum().item() == 15  # the causal mask alone
+    combined = masks.combine_masks(causal, padding)[0, 0]  # [T, T]
+    assert combined[real].sum().item() == 6  # padding queries' rows dropped
+    quiz = load(CHAPTERS.parent / "quizzes" / "05_masks.json")
+    feedback = {
+        a["value"]: a["feedback"]
+        for q in quiz
+        if "combine_masks" in q["question"]
+        for a in q["answers"]
+        if "value" in a
+    }
+    assert "3 × 3" in feedback[9] and "causal mask forgotten" in feedback[9]
+    assert "causal mask alone" in feedback[15]
+    assert "padding queries' rows" in feedback[6]

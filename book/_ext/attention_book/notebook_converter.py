@@ -425,6 +425,7 @@ def _intro(page: Page, kind: str) -> str:
         "lab": "a lab",
         "practice": "a practice page",
         "appendix": "the appendix",
+        "start": "a page of the part Start here",
     }[kind]
     book = f"[{page.index['title']}]({page.href('book/intro')})"
     how = f"[How to use this book]({page.href('book/how_to_use')})"
@@ -457,7 +458,8 @@ def _references(page: Page) -> str | None:
 
 def _kind(docname: str) -> str:
     part = PurePosixPath(docname).parts[1]
-    return {"chapters": "chapter", "labs": "lab", "appendix": "appendix"}.get(part, "practice")
+    kinds = {"chapters": "chapter", "labs": "lab", "appendix": "appendix", "start": "start"}
+    return kinds.get(part, "practice")
 
 
 def workbook_cells(cells: list, where: str) -> list:
