@@ -226,11 +226,12 @@ def test_accessible_markup_for_folded_cells_and_citations(html_dir):
 
 
 def lib_hash() -> str:
-    """The same hash the Makefile computes over lib/*.py (sha256sum of sha256sum lines)."""
+    """The same hash the Makefile computes over lib's .py, .css and .js files (sha256sum of
+    sha256sum lines)."""
     files = sorted(
         str(p.relative_to(ROOT))
-        for p in (ROOT / "lib").rglob("*.py")
-        if "__pycache__" not in p.parts
+        for p in (ROOT / "lib").rglob("*")
+        if p.suffix in {".py", ".css", ".js"} and "__pycache__" not in p.parts
     )
     lines = "".join(f"{hashlib.sha256((ROOT / f).read_bytes()).hexdigest()}  {f}\n" for f in files)
     return hashlib.sha256(lines.encode()).hexdigest()[:16]
