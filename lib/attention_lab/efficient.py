@@ -14,6 +14,7 @@ the whole prefix for every new token. :class:`KVCache` keeps them, and :func:`de
 
 import math
 import weakref
+from dataclasses import dataclass
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
@@ -30,7 +31,14 @@ from attention_lab.attention import (
 )
 from attention_lab.masks import causal_mask
 
-__all__ = ["KVCache", "decode_step", "peak_memory", "tiled_attention"]
+__all__ = [
+    "PUBLISHED_CACHE_SHAPES",
+    "CacheShape",
+    "KVCache",
+    "decode_step",
+    "peak_memory",
+    "tiled_attention",
+]
 
 
 def tiled_attention(
@@ -391,3 +399,112 @@ def peak_memory(function: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
     with _PeakMemoryMode() as recorder:
         function(*args, **kwargs)
     return recorder.peak
+
+
+@dataclass(frozen=True)
+class CacheShape:
+    """The part of a model's attention settings that decides the size of its decoding cache.
+
+    Multi-head attention caches a key and a value of width ``Dh`` for each of its ``H`` heads, per
+    position and layer; grouped-query attention caches ``Hkv < H`` heads, multi-query attention
+    one; multi-head latent attention (DeepSeek-V2/V3) caches one latent of width ``R`` and one
+    shared RoPE key of width ``Dr`` (:class:`~attention_lab.attention.LatentCache`); a sliding
+    window of ``W`` positions (Mistral 7B v0.1) keeps at most ``W`` positions per layer.
+
+    Args:
+        num_layers: Number of attention layers ``L``, a positive int.
+        num_heads: Number of query heads ``H``, a positive int.
+        head_dim: Width ``Dh`` of one head's keys and values, a positive int.
+        num_kv_heads: Key/value heads ``Hkv``, a positive divisor of ``num_heads``; ``None``
+            means ``num_heads`` (multi-head attention). Unused by latent attention.
+        window: Sliding-window size ``W`` (positions kept per layer), or ``None`` for none.
+        kv_lora_rank: Latent width ``R`` of multi-head latent attention, or ``None``.
+        rope_dim: Width ``Dr`` of latent attention's shared RoPE key; given exactly when
+            ``kv_lora_rank`` is.
+
+    Raises:
+        TypeError: If a field is not an int (or ``None`` where allowed).
+        ValueError: If a size is not positive, ``num_kv_heads`` does not divide ``num_heads``,
+            or only one of ``kv_lora_rank`` and ``rope_dim`` is given.
+
+    Example:
+        >>> llama3_8b = CacheShape(num_layers=32, num_heads=32, head_dim=128, num_kv_heads=8)
+        >>> llama3_8b.kind, llama3_8b.numbers_per_token
+        ('grouped-query', 65536)
+        >>> llama3_8b.cache_bytes(8192) / 2**30  # GiB at 16 bits, one sequence of 8,192 tokens
+        1.0
+    """
+
+    num_layers: int
+    num_heads: int
+    head_dim: int
+    num_kv_heads: int | None = None
+    window: int | None = None
+    kv_lora_rank: int | None = None
+    rope_dim: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("num_layers", "num_heads", "head_dim"):
+            check_int(getattr(self, name), name)
+        for name in ("num_kv_heads", "window", "kv_lora_rank", "rope_dim"):
+            if getattr(self, name) is not None:
+                check_int(getattr(self, name), name)
+        if self.num_kv_heads is not None and self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_kv_heads={self.num_kv_heads} must divide num_heads={self.num_heads}"
+            )
+        if (self.kv_lora_rank is None) != (self.rope_dim is None):
+            raise ValueError("latent attention needs both kv_lora_rank and rope_dim, or neither")
+
+    @property
+    def kind(self) -> str:
+        """``"multi-head"``, ``"grouped-query"``, ``"multi-query"`` or ``"latent"``."""
+        if self.kv_lora_rank is not None:
+            return "latent"
+        kv_heads = self.num_heads if self.num_kv_heads is None else self.num_kv_heads
+        if kv_heads == self.num_heads:
+            return "multi-head"
+        return "multi-query" if kv_heads == 1 else "grouped-query"
+
+    @property
+    def numbers_per_token(self) -> int:
+        """Numbers cached per position, all layers: ``L * 2 * Hkv * Dh``, or ``L * (R + Dr)``."""
+        if self.kv_lora_rank is not None:
+            return self.num_layers * (self.kv_lora_rank + self.rope_dim)
+        kv_heads = self.num_heads if self.num_kv_heads is None else self.num_kv_heads
+        return self.num_layers * 2 * kv_heads * self.head_dim
+
+    def cache_bytes(self, context: int, *, batch_size: int = 1, bytes_per_number: int = 2) -> int:
+        """Bytes the cache holds after ``context`` positions of ``batch_size`` sequences.
+
+        Args:
+            context: Positions decoded so far, a non-negative int.
+            batch_size: Sequences decoded side by side, a positive int.
+            bytes_per_number: 2 for 16-bit numbers (bfloat16, float16), 4 for float32, 1 for
+                8-bit; a positive int.
+
+        Returns:
+            ``numbers_per_token * min(context, W) * batch_size * bytes_per_number``.
+        """
+        check_int(context, "context", minimum=0)
+        check_int(batch_size, "batch_size")
+        check_int(bytes_per_number, "bytes_per_number")
+        kept = context if self.window is None else min(context, self.window)
+        return self.numbers_per_token * kept * batch_size * bytes_per_number
+
+
+# Published attention settings (each model's config.json on its release), the ones a decoding
+# cache depends on. tests/test_cache_shapes.py checks those that transformers' default
+# configurations also describe (Llama 2 7B, Falcon 7B, Mistral 7B v0.1, DeepSeek-V3).
+PUBLISHED_CACHE_SHAPES: dict[str, CacheShape] = {
+    "Llama 2 7B": CacheShape(num_layers=32, num_heads=32, head_dim=128),
+    "Falcon 7B": CacheShape(num_layers=32, num_heads=71, head_dim=64, num_kv_heads=1),
+    "Llama 3 8B": CacheShape(num_layers=32, num_heads=32, head_dim=128, num_kv_heads=8),
+    "Qwen3 8B": CacheShape(num_layers=36, num_heads=32, head_dim=128, num_kv_heads=8),
+    "Mistral 7B v0.1": CacheShape(
+        num_layers=32, num_heads=32, head_dim=128, num_kv_heads=8, window=4096
+    ),
+    "DeepSeek-V3": CacheShape(
+        num_layers=61, num_heads=128, head_dim=128, kv_lora_rank=512, rope_dim=64
+    ),
+}
