@@ -29,6 +29,10 @@ def check_attention_inputs(
     value: torch.Tensor,
     mask: torch.Tensor | None,
     dropout_p: float,
+    *,
+    bias: torch.Tensor | None = None,
+    sink_logits: torch.Tensor | None = None,
+    softcap: float | None = None,
 ) -> None:
     """Check the arguments of :func:`scaled_dot_product_attention`, or raise.
 
@@ -43,6 +47,10 @@ def check_attention_inputs(
             three broadcast together.
         mask: ``None``, or a ``torch.bool`` tensor broadcastable to ``[..., Tq, Tk]``.
         dropout_p: A probability in ``[0, 1)``.
+        bias: ``None``, or a floating tensor broadcastable to ``[..., Tq, Tk]``.
+        sink_logits: ``None``, or a floating tensor of shape ``[H]`` where ``H`` is the size
+            of the scores' head axis ``-3``.
+        softcap: ``None``, or a finite real number greater than 0.
 
     Raises:
         TypeError: If an input is not a tensor, not floating point, or the dtypes differ; if
@@ -93,6 +101,37 @@ def check_attention_inputs(
                 f"scores [..., Tq, Tk] = {list(scores_shape)}"
             )
     check_probability(dropout_p, "dropout_p")
+    scores_shape = (*batch, query.shape[-2], key.shape[-2])
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+            raise TypeError(f"bias must be a floating torch.Tensor, got {_describe(bias)}")
+        try:
+            broadcastable = torch.broadcast_shapes(bias.shape, scores_shape) == scores_shape
+        except RuntimeError:
+            broadcastable = False
+        if not broadcastable:
+            raise ValueError(
+                f"bias of shape {list(bias.shape)} does not broadcast to the attention "
+                f"scores [..., Tq, Tk] = {list(scores_shape)}"
+            )
+    if sink_logits is not None:
+        if not isinstance(sink_logits, torch.Tensor) or not sink_logits.is_floating_point():
+            raise TypeError(
+                f"sink_logits must be a floating torch.Tensor, got {_describe(sink_logits)}"
+            )
+        if len(scores_shape) < 3 or sink_logits.shape != (scores_shape[-3],):
+            raise ValueError(
+                f"sink_logits must have shape [H], one logit per head of the scores "
+                f"[..., H, Tq, Tk] = {list(scores_shape)}, got {list(sink_logits.shape)}"
+            )
+    if softcap is not None:
+        check_real_above(softcap, "softcap", 0)
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of dtype {value.dtype}"
+    return type(value).__name__
 
 
 def scaled_dot_product_attention(
@@ -102,8 +141,19 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     *,
     dropout_p: float = 0.0,
+    bias: torch.Tensor | None = None,
+    sink_logits: torch.Tensor | None = None,
+    softcap: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention as in "Attention Is All You Need": ``softmax(Q K^T / sqrt(Dk)) V``.
+
+    Three optional changes that today's models make to the scores, applied in this order after
+    the scaling (as Gemma 2 and GPT-OSS order them): ``softcap`` replaces each score ``s`` by
+    ``softcap * tanh(s / softcap)`` (Gemma 2), which keeps every score within
+    ``(-softcap, softcap)``; ``bias`` is added (e.g. ALiBi's,
+    :func:`attention_lab.positional.alibi_bias`); then the mask blocks keys. ``sink_logits``
+    (GPT-OSS's learned sinks) adds one more logit per head to each row's softmax: it takes
+    part of the weight, but has no value, so the weights of a row sum to less than 1.
 
     Blocked positions get a weight of exactly 0. A query row in which every key is blocked is
     defined rather than NaN: its weights and its output are all 0, in every floating dtype. For
@@ -119,17 +169,24 @@ def scaled_dot_product_attention(
         dropout_p: Dropout probability in ``[0, 1)`` applied to the weights that multiply
             ``value``, whenever it is positive (as in PyTorch's function; modules pass 0 in
             evaluation mode).
+        bias: Optional floating tensor broadcastable to ``[..., Tq, Tk]``, added to the
+            scaled (and capped) scores.
+        sink_logits: Optional floating tensor of shape ``[H]``, one logit per head, for
+            scores of shape ``[..., H, Tq, Tk]``.
+        softcap: Optional real number greater than 0: the cap of the scaled scores.
 
     Returns:
         A pair ``(output, weights)``. ``output`` has shape ``[..., Tq, Dv]``. ``weights`` has
         shape ``[..., Tq, Tk]``; it is the attention distribution before dropout, so each row
-        sums to 1 unless all its keys are blocked. Both have the dtype of ``query``.
+        sums to 1 unless all its keys are blocked (then 0) or ``sink_logits`` is given (then
+        less than 1). Both have the dtype of ``query``.
 
     Raises:
         TypeError: If an input is not a tensor, not floating point, or the dtypes differ; if
             ``mask`` is not a ``torch.bool`` tensor; if ``dropout_p`` is not a number.
-        ValueError: If the shapes are inconsistent, ``mask`` does not broadcast to
-            ``[..., Tq, Tk]``, or ``dropout_p`` is outside ``[0, 1)``.
+        ValueError: If the shapes are inconsistent, ``mask`` or ``bias`` does not broadcast to
+            ``[..., Tq, Tk]``, ``sink_logits`` is not ``[H]``, ``dropout_p`` is outside
+            ``[0, 1)``, or ``softcap`` is not positive.
 
     Example:
         >>> query, key, value = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
@@ -137,17 +194,31 @@ def scaled_dot_product_attention(
         >>> output.shape, weights.shape
         (torch.Size([2, 3, 6]), torch.Size([2, 3, 5]))
     """
-    check_attention_inputs(query, key, value, mask, dropout_p)
+    check_attention_inputs(
+        query, key, value, mask, dropout_p, bias=bias, sink_logits=sink_logits, softcap=softcap
+    )
     scores = query @ key.transpose(-2, -1)  # [..., Tq, Tk]
     # In place: the product is a fresh tensor, and each pass over [..., Tq, Tk] costs time.
     scores.div_(math.sqrt(query.shape[-1]))
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)  # [..., Tq, Tk]
     if mask is not None:
         # The most negative finite value, not -inf: a row with every key blocked then has a
         # uniform softmax instead of 0 / 0 = NaN, and is zeroed below.
         scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     # Half-precision exponentials and sums lose too much: compute in at least float32.
     softmax_dtype = torch.promote_types(scores.dtype, torch.float32)
-    weights = torch.softmax(scores, dim=-1, dtype=softmax_dtype).to(scores.dtype)
+    if sink_logits is None:
+        weights = torch.softmax(scores, dim=-1, dtype=softmax_dtype).to(scores.dtype)
+    else:
+        # One more column per row, the head's sink logit; its weight is dropped after the
+        # softmax, so it only enlarges the denominator.
+        sinks = sink_logits.to(scores.dtype)[:, None, None].expand(*scores.shape[:-1], 1)
+        with_sink = torch.cat([scores, sinks], dim=-1)  # [..., H, Tq, Tk + 1]
+        weights = torch.softmax(with_sink, dim=-1, dtype=softmax_dtype)[..., :-1]
+        weights = weights.to(scores.dtype)  # [..., H, Tq, Tk]
     if mask is not None:
         # Blocked weights underflow to exactly 0 already, except in a row whose keys are all
         # blocked (its softmax is uniform). Zero those rows, found on the small mask.

@@ -5,7 +5,16 @@ different vector to each position's embedding gives the model the order back, ei
 one (:func:`sinusoidal_encoding`, :class:`SinusoidalPositionalEncoding`) or a learned one
 (:class:`LearnedPositionalEmbedding`). :func:`rotary_embedding` instead rotates the queries and
 keys of each head, so that attention scores depend on relative positions.
+
+Two questions decide what happens past the length a model was trained on.
+:func:`rope_frequencies` gives RoPE's rotation speeds, optionally rescaled the ways today's
+models stretch their context (linear interpolation, dynamic NTK, YaRN, Llama 3's), in the
+dictionary form ``transformers`` reads from a model's configuration. :func:`alibi_slopes` and
+:func:`alibi_bias` give ALiBi's alternative: no rotation at all, a penalty on each score that
+grows linearly with distance.
 """
+
+import math
 
 import torch
 from torch import nn
@@ -209,6 +218,245 @@ def _check_rotary_inputs(
     return positions
 
 
+ROPE_SCALINGS = ("linear", "dynamic", "yarn", "llama3")
+"""The ``rope_type`` values :func:`rope_frequencies` accepts in its ``scaling`` dictionary."""
+
+# The parameters each scaling needs, and those it may take (transformers' names).
+_SCALING_KEYS = {
+    "linear": ({"factor"}, set()),
+    "dynamic": ({"factor", "original_max_position_embeddings"}, set()),
+    "yarn": (
+        {"factor", "original_max_position_embeddings"},
+        {"attention_factor", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"},
+    ),
+    "llama3": (
+        {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"},
+        set(),
+    ),
+}
+
+
+def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's attention temperature term, ``0.1 * mscale * ln(factor) + 1`` (1 if factor <= 1)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def _check_scaling(scaling: dict, seq_len: int | None) -> tuple[str, dict]:
+    if not isinstance(scaling, dict):
+        raise TypeError(f"scaling must be None or a dict, got {type(scaling).__name__}")
+    kind = scaling.get("rope_type", scaling.get("type"))
+    if kind not in ROPE_SCALINGS:
+        raise ValueError(f"scaling['rope_type'] must be one of {ROPE_SCALINGS}, got {kind!r}")
+    required, optional = _SCALING_KEYS[kind]
+    params = {k: v for k, v in scaling.items() if k not in ("rope_type", "type")}
+    missing = required - params.keys()
+    if missing:
+        raise ValueError(f"rope_type {kind!r} needs {sorted(missing)} in scaling")
+    unknown = params.keys() - required - optional
+    if unknown:
+        raise ValueError(f"rope_type {kind!r} takes no {sorted(unknown)}")
+    check_real_above(params["factor"], "scaling['factor']", 0)
+    if "original_max_position_embeddings" in params:
+        check_int(params["original_max_position_embeddings"], "original_max_position_embeddings")
+    if kind == "dynamic":
+        if seq_len is None:
+            raise ValueError("rope_type 'dynamic' rescales with the length: give seq_len")
+        check_int(seq_len, "seq_len")
+    return kind, params
+
+
+def rope_frequencies(
+    head_dim: int,
+    *,
+    base: float = 10000.0,
+    scaling: dict | None = None,
+    seq_len: int | None = None,
+) -> tuple[torch.Tensor, float]:
+    """RoPE's inverse frequencies, optionally rescaled for contexts longer than the training one.
+
+    Feature pair ``i`` of a head is rotated by ``position * inv_freq[i]`` with
+    ``inv_freq[i] = base ** (-2i / Dh)``: fast rotations for the first pairs, wavelengths up
+    to ``2 * pi * base`` for the last. A model that saw positions up to ``L`` during training
+    meets angles it never saw beyond ``L``; the scalings slow the rotations down so that a
+    longer context maps into angles it knows. ``scaling`` is a dictionary in the form of a
+    ``transformers`` configuration's ``rope_parameters`` (its ``rope_theta`` is ``base``):
+
+    - ``{"rope_type": "linear", "factor": s}``: position interpolation, every frequency / ``s``;
+    - ``{"rope_type": "dynamic", "factor": s, "original_max_position_embeddings": L}``:
+      "NTK-aware" scaling of the base, by an amount that grows with the current length
+      ``seq_len`` (no change up to ``L``);
+    - ``{"rope_type": "yarn", "factor": s, "original_max_position_embeddings": L, ...}``:
+      fast pairs kept, slow pairs interpolated, a linear ramp between (``beta_fast``,
+      ``beta_slow``), and an attention factor ``0.1 ln s + 1`` that sharpens the softmax;
+    - ``{"rope_type": "llama3", "factor": s, "low_freq_factor": a, "high_freq_factor": b,
+      "original_max_position_embeddings": L}``: Llama 3.1's: wavelengths under ``L / b``
+      kept, over ``L / a`` divided by ``s``, smoothly between.
+
+    Args:
+        head_dim: The rotated width ``Dh``, a positive even int.
+        base: ``rope_theta``, a real number greater than 1 (Llama 3 uses 500,000).
+        scaling: ``None``, or a dictionary as above.
+        seq_len: The current sequence length; needed by ``"dynamic"`` only.
+
+    Returns:
+        A pair ``(inv_freq, attention_factor)``: shape ``[Dh / 2]``, ``torch.float64``; and the
+        float by which the rotary embedding multiplies its cosines and sines (1.0 except for
+        YaRN), as ``transformers`` does.
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If ``head_dim`` is odd or not positive, ``base <= 1``, ``scaling`` names
+            an unknown ``rope_type`` or lacks (or adds) a parameter, or ``"dynamic"`` has no
+            ``seq_len``.
+
+    Example:
+        >>> inv_freq, factor = rope_frequencies(8, scaling={"rope_type": "linear", "factor": 4})
+        >>> inv_freq * 4, factor
+        (tensor([1.0000, 0.1000, 0.0100, 0.0010], dtype=torch.float64), 1.0)
+    """
+    check_int(head_dim, "head_dim")
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (features rotate in pairs), got {head_dim}")
+    check_real_above(base, "base", 1)
+    if scaling is None:
+        kind, params = "default", {}
+    else:
+        kind, params = _check_scaling(scaling, seq_len)
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim  # [Dh / 2]
+    if kind == "dynamic":
+        length = max(seq_len, params["original_max_position_embeddings"])
+        stretch = params["factor"] * length / params["original_max_position_embeddings"]
+        base = base * (stretch - (params["factor"] - 1)) ** (head_dim / (head_dim - 2))
+    inv_freq = base**-exponents  # [Dh / 2]
+    attention_factor = 1.0
+    if kind == "linear":
+        inv_freq = inv_freq / params["factor"]
+    elif kind == "yarn":
+        inv_freq, attention_factor = _yarn(inv_freq, head_dim, base, params)
+    elif kind == "llama3":
+        inv_freq = _llama3(inv_freq, params)
+    return inv_freq, attention_factor
+
+
+def _yarn(inv_freq: torch.Tensor, head_dim: int, base: float, params: dict) -> tuple:
+    factor = params["factor"]
+    attention_factor = params.get("attention_factor")
+    if attention_factor is None:
+        mscale, mscale_all_dim = params.get("mscale"), params.get("mscale_all_dim")
+        if mscale and mscale_all_dim:
+            attention_factor = _yarn_mscale(factor, mscale) / _yarn_mscale(factor, mscale_all_dim)
+        else:
+            attention_factor = _yarn_mscale(factor)
+    length = params["original_max_position_embeddings"]
+
+    def pair_turning(rotations: float) -> float:
+        # The (fractional) pair index whose wavelength fits `rotations` times into `length`.
+        return head_dim * math.log(length / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low = pair_turning(params.get("beta_fast") or 32)
+    high = pair_turning(params.get("beta_slow") or 1)
+    if params.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    if low == high:
+        high += 0.001  # as transformers does, to avoid dividing by 0
+    pairs = torch.arange(head_dim // 2, dtype=torch.float64)  # [Dh / 2]
+    # 1 for the fast pairs (kept as they are), 0 for the slow ones (interpolated by factor).
+    keep = 1 - ((pairs - low) / (high - low)).clamp(0, 1)  # [Dh / 2]
+    return inv_freq / factor * (1 - keep) + inv_freq * keep, float(attention_factor)
+
+
+def _llama3(inv_freq: torch.Tensor, params: dict) -> torch.Tensor:
+    factor, length = params["factor"], params["original_max_position_embeddings"]
+    low, high = params["low_freq_factor"], params["high_freq_factor"]
+    wavelength = 2 * math.pi / inv_freq  # [Dh / 2]
+    # Between the two wavelengths, blend from "divided by factor" (long) to "kept" (short).
+    smooth = ((length / wavelength - low) / (high - low)).clamp(0, 1)  # [Dh / 2]
+    blended = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+    return torch.where(
+        wavelength < length / high,
+        inv_freq,
+        torch.where(wavelength > length / low, inv_freq / factor, blended),
+    )
+
+
+def alibi_slopes(num_heads: int) -> torch.Tensor:
+    """ALiBi's per-head slopes: head ``h`` penalises a key ``d`` positions back by ``slope * d``.
+
+    For ``H`` a power of two the slopes are the geometric sequence ``2 ** (-8 (h + 1) / H)``,
+    ``h = 0 .. H - 1`` (for 8 heads: 1/2, 1/4, ..., 1/256). For other head counts, as in the
+    ALiBi paper's code and BLOOM: the sequence for the largest power of two ``P < H``, followed
+    by every other slope of the sequence for ``2P`` (its odd-numbered terms), up to ``H``.
+
+    Args:
+        num_heads: Number of heads ``H``, a positive int.
+
+    Returns:
+        Shape ``[H]``, ``torch.float64``, every slope in ``(0, 1)``, distinct.
+
+    Raises:
+        TypeError: If ``num_heads`` is not an int.
+        ValueError: If ``num_heads`` is not positive.
+
+    Example:
+        >>> alibi_slopes(6)
+        tensor([0.2500, 0.0625, 0.0156, 0.0039, 0.5000, 0.1250], dtype=torch.float64)
+    """
+    check_int(num_heads, "num_heads")
+
+    def geometric(count: int) -> torch.Tensor:
+        return 2.0 ** (-8.0 * torch.arange(1, count + 1, dtype=torch.float64) / count)  # [count]
+
+    power = 2 ** math.floor(math.log2(num_heads))
+    extra = geometric(2 * power)[0::2][: num_heads - power]  # terms 1, 3, 5, ... counting from 1
+    return torch.cat([geometric(power), extra])  # [H]
+
+
+def alibi_bias(num_heads: int, q_len: int, kv_len: int | None = None) -> torch.Tensor:
+    """ALiBi's additive score bias: ``-slope_h * (i - j)`` for query position ``i``, key ``j``.
+
+    Added to the scaled scores before the softmax (e.g. as ``bias=`` of
+    :func:`attention_lab.attention.scaled_dot_product_attention`), it replaces positional
+    encodings: nearer keys are preferred, by an amount growing linearly with distance, at every
+    length, trained or not. As with the library's masks, when ``q_len < kv_len`` (decoding
+    with a cache) the queries are the last ``q_len`` positions: query row ``r`` is position
+    ``kv_len - q_len + r``. Keys after the query get a positive bias; the causal mask is what
+    blocks them. (BLOOM adds ``slope * j`` and MPT ``slope * (j - kv_len + 1)`` instead: the same
+    up to a constant per row, which the softmax ignores.)
+
+    Args:
+        num_heads: Number of heads ``H``, a positive int.
+        q_len: Number of queries ``Tq``, a positive int.
+        kv_len: Number of keys ``Tk >= Tq``, a positive int; ``q_len`` when ``None``.
+
+    Returns:
+        Shape ``[H, Tq, Tk]``, ``torch.float64``.
+
+    Raises:
+        TypeError: If a size is not an int.
+        ValueError: If a size is not positive, or ``kv_len < q_len``.
+
+    Example:
+        >>> alibi_bias(1, 3)[0]
+        tensor([[ 0.0000,  0.0039,  0.0078],
+                [-0.0039,  0.0000,  0.0039],
+                [-0.0078, -0.0039,  0.0000]], dtype=torch.float64)
+    """
+    check_int(num_heads, "num_heads")
+    check_int(q_len, "q_len")
+    kv_len = q_len if kv_len is None else kv_len
+    check_int(kv_len, "kv_len")
+    if kv_len < q_len:
+        raise ValueError(
+            f"kv_len must be at least q_len (the queries are the last positions), "
+            f"got q_len={q_len} and kv_len={kv_len}"
+        )
+    query_pos = torch.arange(kv_len - q_len, kv_len, dtype=torch.float64)  # [Tq]
+    key_pos = torch.arange(kv_len, dtype=torch.float64)  # [Tk]
+    offset = key_pos[None, :] - query_pos[:, None]  # [Tq, Tk], j - i (no -0.0 on the diagonal)
+    return alibi_slopes(num_heads)[:, None, None] * offset  # [H, Tq, Tk]
+
+
 ROTARY_LAYOUTS = ("interleaved", "half")
 """The two ways of pairing a head's features for :func:`rotary_embedding`."""
 
@@ -219,6 +467,8 @@ def rotary_embedding(
     *,
     base: float = 10000.0,
     layout: str = "interleaved",
+    scaling: dict | None = None,
+    seq_len: int | None = None,
 ) -> torch.Tensor:
     """Rotary position embedding (RoPE): rotate each feature pair by an angle set by position.
 
@@ -242,12 +492,19 @@ def rotary_embedding(
     The two layouts differ by a fixed permutation of the features: the same rotation, but
     weights trained for one give different results under the other.
 
+    With ``scaling`` the angles use :func:`rope_frequencies`' rescaled frequencies, and the
+    result is multiplied by its attention factor (YaRN's), as ``transformers`` multiplies its
+    cosines and sines.
+
     Args:
         x: Shape ``[..., T, Dh]`` with an even ``Dh``, a floating dtype: queries or keys.
         positions: Shape ``[T]``, an integer dtype: the position of each of the ``T`` vectors
             (negative positions rotate the other way). Defaults to ``0 .. T - 1``.
         base: Sets the longest wavelength, ``2 * pi * base``; a real number greater than 1.
         layout: ``"interleaved"`` or ``"half"``: which features are rotated together.
+        scaling: ``None`` or a RoPE scaling dictionary (see :func:`rope_frequencies`).
+        seq_len: The current length for ``"dynamic"`` scaling; the largest position + 1 when
+            ``None``.
 
     Returns:
         Shape ``[..., T, Dh]``, same dtype and device as ``x``. Every feature pair keeps its
@@ -257,7 +514,8 @@ def rotary_embedding(
         TypeError: If ``x`` is not a floating tensor, ``positions`` is not an integer tensor,
             or ``base`` is not a number.
         ValueError: If ``x`` has fewer than 2 dimensions or an odd ``Dh``, ``positions`` is not
-            of shape ``[T]``, ``base <= 1``, or ``layout`` is not one of the two.
+            of shape ``[T]``, ``base <= 1``, ``layout`` is not one of the two, or ``scaling``
+            is not valid (see :func:`rope_frequencies`).
 
     Example:
         >>> q = torch.randn(2, 4, 5, 8)  # [B, H, T, Dh]
@@ -270,12 +528,14 @@ def rotary_embedding(
     head_dim = x.shape[-1]
     # The angles are computed in float64 on the CPU: in float32, pos * frequency is off by
     # about 1e-3 rad at position 10_000, and some accelerators have no float64.
-    two_i = torch.arange(0, head_dim, 2, dtype=torch.float64)  # [Dh / 2]
-    angle = positions.cpu().to(torch.float64)[:, None] / base ** (two_i / head_dim)  # [T, Dh/2]
+    if scaling is not None and seq_len is None and len(positions):
+        seq_len = int(positions.max()) + 1
+    inv_freq, factor = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
+    angle = positions.cpu().to(torch.float64)[:, None] * inv_freq  # [T, Dh / 2]
     # Half-precision inputs are rotated in float32 and rounded once at the end.
     compute_dtype = torch.promote_types(x.dtype, torch.float32)
-    cos = torch.cos(angle).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
-    sin = torch.sin(angle).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
+    cos = (factor * torch.cos(angle)).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
+    sin = (factor * torch.sin(angle)).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
     # Pair axis last for "interleaved" (features 2i, 2i + 1), first for "half" (i, i + Dh / 2).
     pair_axis = -1 if layout == "interleaved" else -2
     split = (head_dim // 2, 2) if layout == "interleaved" else (2, head_dim // 2)
