@@ -276,10 +276,10 @@ def test_bad_arguments_raise_naming_the_argument(call, error, match):
         call()
 
 
-def test_from_hf_rejects_scaled_rope():
+def test_from_hf_rejects_a_rope_scaling_it_lacks():
     module, _, config = hf_attention("llama", 2)
-    config.rope_parameters = {"rope_type": "linear", "rope_theta": 500.0, "factor": 2.0}
-    with pytest.raises(ValueError, match="rope_type='linear'"):
+    config.rope_parameters = {"rope_type": "longrope", "rope_theta": 500.0, "factor": 2.0}
+    with pytest.raises(ValueError, match="rope_type='longrope'"):
         MultiHeadAttention.from_hf(module)
 
 

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attention_lab.attention import scaled_dot_product_attention
+from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
 from attention_lab.masks import causal_mask
 from attention_lab.positional import (
     alibi_bias,
@@ -281,3 +281,141 @@ def test_bad_stability_arguments_are_named(kwargs, error, match):
     query, key, value = random_qkv(2, 3, 3, 4)
     with pytest.raises(error, match=match):
         scaled_dot_product_attention(query, key, value, **kwargs)
+
+
+# Whole attention layers, weights copied with from_hf ----------------------------------------
+
+
+def randomise(module, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in module.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator)
+            parameter.copy_(1 + 0.2 * noise if "norm" in name else 0.3 * noise)
+    return module.eval()
+
+
+def run_layer(module, rotary, x, positions, mask):
+    cos, sin = rotary(x, positions[None].expand(x.shape[0], -1))
+    float_mask = torch.zeros(mask.shape).masked_fill(~mask, torch.finfo(torch.float32).min)
+    return module(x, position_embeddings=(cos, sin), attention_mask=float_mask[None, None])
+
+
+def gpt_oss_layer():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from transformers.models.gpt_oss.modeling_gpt_oss import GptOssRotaryEmbedding
+
+        config = GptOssConfig(
+            hidden_size=32,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=8,
+            num_hidden_layers=1,
+            vocab_size=16,
+            attention_bias=True,
+            rope_parameters={
+                "rope_type": "yarn",
+                "rope_theta": 1000.0,
+                "factor": 4.0,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "truncate": False,
+                "original_max_position_embeddings": 16,
+            },
+        )
+    config._attn_implementation = "eager"
+    return randomise(GptOssAttention(config, layer_idx=0)), GptOssRotaryEmbedding(config)
+
+
+def test_from_hf_copies_gpt_oss_sinks_and_yarn_and_matches_it():
+    module, rotary = gpt_oss_layer()
+    attention = MultiHeadAttention.from_hf(module)
+    assert attention.sink_logits is not None and attention.rope_scaling["rope_type"] == "yarn"
+    x = torch.randn(2, 40, 32, generator=torch.Generator().manual_seed(5))
+    positions = torch.arange(20, 60)  # beyond the original 16 positions
+    mask = causal_mask(40)
+    with torch.no_grad():
+        expected, expected_weights = run_layer(module, rotary, x, positions, mask)
+        output, weights = attention(x, mask=mask, positions=positions)
+    torch.testing.assert_close(output, expected)
+    torch.testing.assert_close(weights, expected_weights)
+    # The sinks took weight: no row sums above 1, and most rows visibly below.
+    sums = weights.sum(-1)
+    assert bool((sums <= 1 + 1e-6).all()) and float((sums < 0.999).float().mean()) > 0.5
+
+
+def test_from_hf_copies_gemma2_softcapping_and_matches_it():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from transformers import Gemma2Config
+        from transformers.models.gemma2.modeling_gemma2 import (
+            Gemma2Attention,
+            Gemma2RotaryEmbedding,
+        )
+
+        config = Gemma2Config(
+            hidden_size=32,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=8,
+            query_pre_attn_scalar=8,
+            attn_logit_softcapping=2.0,
+            num_hidden_layers=1,
+            vocab_size=16,
+            sliding_window=None,
+        )
+    config._attn_implementation = "eager"
+    module = randomise(Gemma2Attention(config, layer_idx=0))
+    attention = MultiHeadAttention.from_hf(module)
+    assert attention.softcap == 2.0
+    x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(6)) * 3
+    positions = torch.arange(6)
+    with torch.no_grad():
+        expected, expected_weights = run_layer(
+            module, Gemma2RotaryEmbedding(config), x, positions, causal_mask(6)
+        )
+        output, weights = attention(x, mask=causal_mask(6), positions=positions)
+    torch.testing.assert_close(output, expected)
+    torch.testing.assert_close(weights, expected_weights)
+
+
+@pytest.mark.parametrize("scaling", SCALINGS[:2] + SCALINGS[-1:], ids=lambda s: s["rope_type"])
+def test_from_hf_copies_llama_rope_scaling_and_matches_it(scaling):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from transformers.models.llama.modeling_llama import LlamaAttention
+
+        config = LlamaConfig(
+            hidden_size=32,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            num_hidden_layers=1,
+            vocab_size=16,
+            max_position_embeddings=64,
+            rope_parameters={"rope_theta": 500.0, **scaling},
+        )
+    config._attn_implementation = "eager"
+    module = randomise(LlamaAttention(config, layer_idx=0))
+    attention = MultiHeadAttention.from_hf(module)
+    length = 100  # past the 64 positions, where "dynamic" rescales
+    x = torch.randn(1, length, 32, generator=torch.Generator().manual_seed(7))
+    positions = torch.arange(length)
+    with torch.no_grad():
+        expected, expected_weights = run_layer(
+            module, LlamaRotaryEmbedding(config), x, positions, causal_mask(length)
+        )
+        output, weights = attention(x, mask=causal_mask(length), positions=positions)
+    torch.testing.assert_close(output, expected, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(weights, expected_weights, rtol=1e-4, atol=1e-5)
+
+
+def test_sinks_and_softcap_arguments_are_checked():
+    with pytest.raises(ValueError, match="rope_scaling is given, but rope is None"):
+        MultiHeadAttention(8, 2, rope_scaling={"rope_type": "linear", "factor": 2.0})
+    with pytest.raises(ValueError, match="softcap"):
+        MultiHeadAttention(8, 2, softcap=0)
+    with pytest.raises(TypeError, match="sinks"):
+        MultiHeadAttention(8, 2, sinks=1)
+    attention = MultiHeadAttention(8, 2, sinks=True)
+    assert attention.sink_logits.shape == (2,) and attention.sink_logits.requires_grad

@@ -6,6 +6,7 @@ query matches each key. :func:`scaled_dot_product_attention` is that computation
 side by side. All three return ``(output, weights)`` so the weights can be inspected and plotted.
 """
 
+import functools
 import math
 
 import torch
@@ -20,7 +21,12 @@ from attention_lab._validation import (
     check_sequence,
 )
 from attention_lab.masks import check_mask
-from attention_lab.positional import ROTARY_LAYOUTS, rotary_embedding
+from attention_lab.positional import (
+    ROPE_SCALINGS,
+    ROTARY_LAYOUTS,
+    rope_frequencies,
+    rotary_embedding,
+)
 
 
 def check_attention_inputs(
@@ -312,7 +318,13 @@ class MultiHeadAttention(nn.Module):
     ``qk_norm=True`` adds ``q_norm`` and ``k_norm``, each an ``nn.RMSNorm(head_dim)``, applied to
     every head's queries and keys before the rotation (Qwen3). ``rope`` rotates the queries and
     keys of every head with :func:`~attention_lab.positional.rotary_embedding` in the given
-    layout (``"half"`` is Llama's and Qwen's; ``"interleaved"`` the RoFormer paper's).
+    layout (``"half"`` is Llama's and Qwen's; ``"interleaved"`` the RoFormer paper's), with the
+    frequencies of ``rope_scaling`` if given (:func:`~attention_lab.positional.rope_frequencies`).
+
+    Two stabilisers of today's models: ``sinks=True`` adds ``sink_logits``, one learned logit
+    per head that joins each row's softmax without a value (GPT-OSS), and ``softcap`` caps the
+    scaled scores at ``softcap * tanh(s / softcap)`` (Gemma 2); see
+    :func:`scaled_dot_product_attention`.
 
     Args:
         d_model: Model width ``D``, a positive int; divisible by ``num_heads`` unless
@@ -325,6 +337,11 @@ class MultiHeadAttention(nn.Module):
         qk_norm: Whether to RMS-normalise each head's queries and keys.
         rope: ``None`` (no rotary embedding), ``"half"`` or ``"interleaved"``.
         rope_base: The rotary embedding's ``base`` (``rope_theta`` in ``transformers``).
+        rope_scaling: ``None``, or a RoPE scaling dictionary (``"linear"``, ``"dynamic"``,
+            ``"yarn"``, ``"llama3"``); needs ``rope``.
+        sinks: Whether each head has a learned sink logit ``sink_logits`` (``[H]``, zeros at
+            first).
+        softcap: ``None``, or the cap of the scaled scores, a real number greater than 0.
         norm_eps: The ``eps`` of the two RMSNorms.
         bias: Whether the four projections have a bias.
         dropout: Dropout probability on the attention weights in training mode, in ``[0, 1)``.
@@ -333,7 +350,8 @@ class MultiHeadAttention(nn.Module):
         TypeError: If an argument has the wrong type.
         ValueError: If an argument is out of range, ``d_model`` is not divisible by
             ``num_heads`` (without ``head_dim``), ``num_heads`` not by ``num_kv_heads``, or
-            ``rope`` is set with an odd ``head_dim``.
+            ``rope`` is set with an odd ``head_dim``, or ``rope_scaling`` without ``rope``
+            or not valid.
 
     Example:
         >>> attend = MultiHeadAttention(d_model=8, num_heads=2)
@@ -355,6 +373,9 @@ class MultiHeadAttention(nn.Module):
         qk_norm: bool = False,
         rope: str | None = None,
         rope_base: float = 10000.0,
+        rope_scaling: dict | None = None,
+        sinks: bool = False,
+        softcap: float | None = None,
         norm_eps: float = 1e-6,
         bias: bool = True,
         dropout: float = 0.0,
@@ -383,6 +404,14 @@ class MultiHeadAttention(nn.Module):
                 f"rope rotates feature pairs and needs an even head_dim, got {head_dim}"
             )
         check_real_above(rope_base, "rope_base", 1)
+        if rope_scaling is not None:
+            if rope is None:
+                raise ValueError("rope_scaling is given, but rope is None")
+            # Checked now, not at the first call (a dynamic scaling's length is a placeholder).
+            rope_frequencies(head_dim, base=rope_base, scaling=rope_scaling, seq_len=1)
+        check_bool(sinks, "sinks")
+        if softcap is not None:
+            check_real_above(softcap, "softcap", 0)
         check_real_above(norm_eps, "norm_eps", 0)
         check_bool(bias, "bias")
         check_probability(dropout, "dropout")
@@ -392,6 +421,8 @@ class MultiHeadAttention(nn.Module):
         self.head_dim = head_dim
         self.rope = rope
         self.rope_base = float(rope_base)
+        self.rope_scaling = None if rope_scaling is None else dict(rope_scaling)
+        self.softcap = None if softcap is None else float(softcap)
         self.dropout = float(dropout)
         self.q_proj = nn.Linear(d_model, num_heads * head_dim, bias=bias)
         self.k_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=bias)
@@ -399,6 +430,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(num_heads * head_dim, d_model, bias=bias)
         self.q_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
         self.k_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
+        self.sink_logits = nn.Parameter(torch.zeros(num_heads)) if sinks else None
 
     def forward(
         self,
@@ -476,8 +508,10 @@ class MultiHeadAttention(nn.Module):
             q, k = self.q_norm(q), self.k_norm(k)  # over Dh, per head and position
         if self.rope is not None:
             key_positions = positions if self_attention else None  # None: 0 .. Tk - 1
-            q = rotary_embedding(q, positions, base=self.rope_base, layout=self.rope)
-            k = rotary_embedding(k, key_positions, base=self.rope_base, layout=self.rope)
+            rotate = functools.partial(
+                rotary_embedding, base=self.rope_base, layout=self.rope, scaling=self.rope_scaling
+            )
+            q, k = rotate(q, positions), rotate(k, key_positions)
         return q, k, v
 
     def attend(
@@ -517,7 +551,9 @@ class MultiHeadAttention(nn.Module):
             k = k.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
             v = v.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
         dropout_p = self.dropout if self.training else 0.0
-        output, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)
+        output, weights = scaled_dot_product_attention(
+            q, k, v, mask, dropout_p=dropout_p, sink_logits=self.sink_logits, softcap=self.softcap
+        )
         batch, _, query_len, _ = output.shape
         output = output.transpose(1, 2)  # [B, Tq, H, Dh]
         output = output.reshape(batch, query_len, self.num_heads * self.head_dim)  # [B, Tq, H*Dh]
@@ -605,9 +641,12 @@ class MultiHeadAttention(nn.Module):
         """Build a ``MultiHeadAttention`` with the weights of a Llama- or Qwen3-style attention.
 
         ``module`` is the attention layer of a ``transformers`` model such as ``LlamaAttention``,
-        ``Qwen3Attention`` or ``MistralAttention``: separate ``q_proj``, ``k_proj``, ``v_proj``
-        and ``o_proj``, grouped-query attention, the default rotary embedding in the ``"half"``
-        layout, and, for Qwen3, the RMSNorms ``q_norm`` and ``k_norm``. The result computes the
+        ``Qwen3Attention``, ``MistralAttention``, ``GptOssAttention`` or ``Gemma2Attention``:
+        separate ``q_proj``, ``k_proj``, ``v_proj`` and ``o_proj``, grouped-query attention, the
+        rotary embedding in the ``"half"`` layout (scaled as its configuration's
+        ``rope_parameters`` say), and, where the model has them, the RMSNorms ``q_norm`` and
+        ``k_norm`` (Qwen3), the sink logits ``sinks`` (GPT-OSS) and the configuration's
+        ``attn_logit_softcapping`` (Gemma 2). The result computes the
         same output and weights as ``module`` run with the eager attention implementation, the
         cos/sin of the model's rotary embedding and the same mask (transformers' float mask,
         0 where allowed). It has the same dtype, device, dropout and training mode.
@@ -623,9 +662,10 @@ class MultiHeadAttention(nn.Module):
 
         Raises:
             TypeError: If ``module`` lacks the attributes of such an attention layer.
-            ValueError: If it uses a feature this class cannot represent: a scaled or partial
-                rotary embedding, a scale other than ``1 / sqrt(Dh)``, or a bias on some
-                projections only.
+            ValueError: If it uses a feature this class cannot represent: a partial rotary
+                embedding or a scaling other than those of
+                :func:`~attention_lab.positional.rope_frequencies`, a scale other than
+                ``1 / sqrt(Dh)``, or a bias on some projections only.
         """
         names = ("q_proj", "k_proj", "v_proj", "o_proj", "config", "head_dim")
         missing = [name for name in names if not hasattr(module, name)]
@@ -639,13 +679,26 @@ class MultiHeadAttention(nn.Module):
             "rope_type": "default",
             "rope_theta": getattr(config, "rope_theta", 10000.0),
         }
-        if rope.get("rope_type", "default") != "default":
+        rope_type = rope.get("rope_type", "default")
+        if rope_type not in ("default", *ROPE_SCALINGS):
             raise ValueError(
-                f"module's rotary embedding has rope_type={rope['rope_type']!r}; "
-                "MultiHeadAttention has only the default one"
+                f"module's rotary embedding has rope_type={rope_type!r}; MultiHeadAttention "
+                f"has the default one and {ROPE_SCALINGS}"
             )
-        if getattr(config, "partial_rotary_factor", 1.0) != 1.0:
+        if rope.get("partial_rotary_factor", getattr(config, "partial_rotary_factor", 1.0)) != 1:
             raise ValueError("module rotates only part of each head (partial_rotary_factor)")
+        scaling = None
+        if rope_type != "default":
+            scaling = {
+                key: value
+                for key, value in rope.items()
+                if key not in ("rope_theta", "partial_rotary_factor")
+                and (value is not None or key == "rope_type")
+            }
+            if rope_type == "dynamic":
+                scaling.setdefault(
+                    "original_max_position_embeddings", config.max_position_embeddings
+                )
         if not math.isclose(getattr(module, "scaling", head_dim**-0.5), head_dim**-0.5):
             raise ValueError(f"module scales scores by {module.scaling}, not 1/sqrt({head_dim})")
         projections = (module.q_proj, module.k_proj, module.v_proj, module.o_proj)
@@ -664,6 +717,9 @@ class MultiHeadAttention(nn.Module):
             qk_norm=q_norm is not None,
             rope="half",
             rope_base=float(rope["rope_theta"]),
+            rope_scaling=scaling,
+            sinks=getattr(module, "sinks", None) is not None,
+            softcap=getattr(config, "attn_logit_softcapping", None),
             norm_eps=float(getattr(q_norm, "variance_epsilon", 1e-6)),
             bias=biases.pop(),
             dropout=float(getattr(config, "attention_dropout", 0.0)),
@@ -675,6 +731,8 @@ class MultiHeadAttention(nn.Module):
         if q_norm is not None:
             pairs += [(attention.q_norm, q_norm), (attention.k_norm, module.k_norm)]
         with torch.no_grad():
+            if attention.sink_logits is not None:
+                attention.sink_logits.copy_(module.sinks)
             for mine, theirs in pairs:
                 mine.weight.copy_(theirs.weight)
                 if getattr(theirs, "bias", None) is not None:
