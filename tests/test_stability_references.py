@@ -419,3 +419,23 @@ def test_sinks_and_softcap_arguments_are_checked():
         MultiHeadAttention(8, 2, sinks=1)
     attention = MultiHeadAttention(8, 2, sinks=True)
     assert attention.sink_logits.shape == (2,) and attention.sink_logits.requires_grad
+
+
+def test_multi_head_attention_with_alibi_adds_the_bias_and_decodes_with_a_cache():
+    from attention_lab.efficient import KVCache, decode_step
+
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(24, 6, num_kv_heads=2, alibi=True).eval()
+    x = torch.randn(2, 7, 24, generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        output, weights = attention(x, mask=causal_mask(7))
+        q, k, v = attention.project(x)
+        k, v = (t.repeat_interleave(3, dim=1) for t in (k, v))
+        _, expected = scaled_dot_product_attention(
+            q, k, v, causal_mask(7), bias=alibi_bias(6, 7, 7).float()
+        )
+        torch.testing.assert_close(weights, expected)
+        # Token by token through a cache: the queries are the last positions.
+        cache = KVCache(2, 2, 4, 7)
+        steps = [decode_step(attention, x[:, t : t + 1], cache)[0] for t in range(7)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), output)

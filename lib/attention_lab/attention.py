@@ -24,6 +24,7 @@ from attention_lab.masks import check_mask
 from attention_lab.positional import (
     ROPE_SCALINGS,
     ROTARY_LAYOUTS,
+    alibi_bias,
     rope_frequencies,
     rotary_embedding,
 )
@@ -321,6 +322,10 @@ class MultiHeadAttention(nn.Module):
     layout (``"half"`` is Llama's and Qwen's; ``"interleaved"`` the RoFormer paper's), with the
     frequencies of ``rope_scaling`` if given (:func:`~attention_lab.positional.rope_frequencies`).
 
+    ``alibi=True`` adds ALiBi's linear distance penalty to every head's scores
+    (:func:`~attention_lab.positional.alibi_bias`, queries at the last positions as with a
+    cache), the position signal of BLOOM and MPT in place of a rotation.
+
     Two stabilisers of today's models: ``sinks=True`` adds ``sink_logits``, one learned logit
     per head that joins each row's softmax without a value (GPT-OSS), and ``softcap`` caps the
     scaled scores at ``softcap * tanh(s / softcap)`` (Gemma 2); see
@@ -339,6 +344,7 @@ class MultiHeadAttention(nn.Module):
         rope_base: The rotary embedding's ``base`` (``rope_theta`` in ``transformers``).
         rope_scaling: ``None``, or a RoPE scaling dictionary (``"linear"``, ``"dynamic"``,
             ``"yarn"``, ``"llama3"``); needs ``rope``.
+        alibi: Whether to add ALiBi's bias to the scores (no rotation needed).
         sinks: Whether each head has a learned sink logit ``sink_logits`` (``[H]``, zeros at
             first).
         softcap: ``None``, or the cap of the scaled scores, a real number greater than 0.
@@ -374,6 +380,7 @@ class MultiHeadAttention(nn.Module):
         rope: str | None = None,
         rope_base: float = 10000.0,
         rope_scaling: dict | None = None,
+        alibi: bool = False,
         sinks: bool = False,
         softcap: float | None = None,
         norm_eps: float = 1e-6,
@@ -409,6 +416,7 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("rope_scaling is given, but rope is None")
             # Checked now, not at the first call (a dynamic scaling's length is a placeholder).
             rope_frequencies(head_dim, base=rope_base, scaling=rope_scaling, seq_len=1)
+        check_bool(alibi, "alibi")
         check_bool(sinks, "sinks")
         if softcap is not None:
             check_real_above(softcap, "softcap", 0)
@@ -423,6 +431,7 @@ class MultiHeadAttention(nn.Module):
         self.rope_base = float(rope_base)
         self.rope_scaling = None if rope_scaling is None else dict(rope_scaling)
         self.softcap = None if softcap is None else float(softcap)
+        self.alibi = alibi
         self.dropout = float(dropout)
         self.q_proj = nn.Linear(d_model, num_heads * head_dim, bias=bias)
         self.k_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=bias)
@@ -551,8 +560,19 @@ class MultiHeadAttention(nn.Module):
             k = k.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
             v = v.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
         dropout_p = self.dropout if self.training else 0.0
+        bias = None
+        if self.alibi:
+            q_len, kv_len = q.shape[-2], k.shape[-2]
+            bias = alibi_bias(self.num_heads, q_len, kv_len).to(q.device, q.dtype)  # [H, Tq, Tk]
         output, weights = scaled_dot_product_attention(
-            q, k, v, mask, dropout_p=dropout_p, sink_logits=self.sink_logits, softcap=self.softcap
+            q,
+            k,
+            v,
+            mask,
+            dropout_p=dropout_p,
+            bias=bias,
+            sink_logits=self.sink_logits,
+            softcap=self.softcap,
         )
         batch, _, query_len, _ = output.shape
         output = output.transpose(1, 2)  # [B, Tq, H, Dh]
