@@ -458,7 +458,8 @@ class CacheShape:
 
     @property
     def kind(self) -> str:
-        """``"multi-head"``, ``"grouped-query"``, ``"multi-query"`` or ``"latent"``."""
+        """The kind of attention, one of ``"multi-head"``, ``"grouped-query"``, ``"multi-query"``
+        and ``"latent"``."""
         if self.kv_lora_rank is not None:
             return "latent"
         kv_heads = self.num_heads if self.num_kv_heads is None else self.num_kv_heads
@@ -468,7 +469,11 @@ class CacheShape:
 
     @property
     def numbers_per_token(self) -> int:
-        """Numbers cached per position, all layers: ``L * 2 * Hkv * Dh``, or ``L * (R + Dr)``."""
+        """The count of numbers cached per position over all layers.
+
+        ``L * 2 * Hkv * Dh`` for multi-head, grouped-query and multi-query attention, and
+        ``L * (R + Dr)`` for latent attention.
+        """
         if self.kv_lora_rank is not None:
             return self.num_layers * (self.kv_lora_rank + self.rope_dim)
         kv_heads = self.num_heads if self.num_kv_heads is None else self.num_kv_heads
