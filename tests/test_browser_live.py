@@ -288,7 +288,11 @@ def test_the_maps_are_drawn_again_when_the_window_is_resized(live):
     live.type("The cat sat on the mat because it was tired.")
     live.tab.check("#live-compare")
     live.tab.fill("#live-text-b", "The dog sat on the rug because it was tired.")
-    live.tab.wait_for_function("() => window.liveAttention.difference !== null")
+    # The difference of this pair: one left from an earlier test would pass at once.
+    live.tab.wait_for_function(
+        "() => window.liveAttention.second?.sentence === "
+        "'The dog sat on the rug because it was tired.' && window.liveAttention.difference !== null"
+    )
     # [box width, drawn map width] of every map shown.
     widths = """() => Array.from(document.querySelectorAll('#live-attention .live-large'))
         .filter((box) => box.offsetParent !== null)
