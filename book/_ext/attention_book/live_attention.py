@@ -194,10 +194,21 @@ ORT_PACKAGE = "onnxruntime-web"
 TOKENIZERS_PACKAGE = "@huggingface/tokenizers"
 ORT_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
-# The box's scripts, in the order the page loads them: each adds its part to window.liveAttention
-# (the colour table, the drawing arithmetic, the head view's geometry, the downloads, the model),
-# and box.js, last, builds the box from them.
-SCRIPTS = ("viridis.js", "drawing.js", "head_view.js", "fetching.js", "model.js", "box.js")
+# The box's scripts, in the order the page loads them (each after those it uses): each adds its
+# part to window.liveAttention (the colour table, the drawing arithmetic, the head view's
+# geometry, the downloads, the model, the box's state machine, its views' words, its runs), and
+# box.js, last, builds the box from them.
+SCRIPTS = (
+    "viridis.js",
+    "drawing.js",
+    "head_view.js",
+    "fetching.js",
+    "model.js",
+    "box_state.js",
+    "box_text.js",
+    "box_runs.js",
+    "box.js",
+)
 
 
 def _downloads(app: Sphinx) -> list[tuple[Path, str]]:

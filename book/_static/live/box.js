@@ -2,22 +2,19 @@
 //
 // The page holds the box (book/_ext/attention_book/live_attention.py writes it: a text field, a
 // button that states the download size) and loads, in this order, viridis.js (the colour
-// table), drawing.js, head_view.js, fetching.js, model.js and this file, as classic scripts so
-// that a page opened from disk still runs them. This file is the box: its DOM and events (the
-// head view's too). Nothing downloads
+// table), drawing.js, head_view.js, fetching.js, model.js, box_state.js (the box's state
+// machine and status words), box_text.js (the views' words and index maths), box_runs.js (the
+// model's messages, one run at a time) and this file, as classic scripts so that a page opened
+// from disk still runs them. This file is the box's DOM: it builds the views, wires the events
+// to box_state.js's transitions and shows what they leave in the state. Nothing downloads
 // anything until the button is pressed; then model_worker.js fetches, from this book's own
 // _static folder, ONNX Runtime's single-threaded WebAssembly build, the exported model and the
 // tokenizer, and runs the model on every sentence typed, off the page's thread. Tokens are
 // shown as text only (textContent, <option> text, canvas fillText), never as markup.
 //
-// window.liveAttention holds the modules (viridis, drawing, headView, fetching, model) and the
-// box's state, read by the tests and the benchmark:
-//   status: "idle" | "unavailable" | "loading" | "ready" | "error"; computing: a run under way
-//   sentence, ids, tokens, truncatedFrom, unknownWords, attentions (Float32Array [L, H, T, T]),
-//   shape [L, H, T, T] (the model's output: L layers, H heads)
-//   runs (sentences computed), lastRunMs (tokenise + model + drawing), firstMapMs (from the click)
-//   inWorker: whether the model runs in a worker (null before the click)
-//   keptBytes: bytes of the model's files this browser had kept before the click (null: unknown)
+// window.liveAttention holds the modules and, as the box's one state object, the fields
+// box_state.js's create() lists (status, sentence, tokens, attentions, shape, runs, timings...),
+// read by the tests and the benchmark.
 (function (root) {
   "use strict";
 
@@ -26,42 +23,29 @@
   var headView = live.headView;
   var fetching = live.fetching;
   var model = live.model;
+  var boxState = live.boxState;
+  var boxText = live.boxText;
+  var boxRuns = live.boxRuns;
   var table = live.viridis;
   var here = new URL(".", document.currentScript.src); // .../_static/live/
   var vendor = new URL("../vendor/", here);
 
-  var state = Object.assign(live, {
-    status: "idle",
-    computing: false,
-    sentence: null,
-    ids: null,
-    tokens: null,
-    truncatedFrom: null,
-    unknownWords: [],
-    attentions: null,
-    shape: null,
-    runs: 0,
-    lastRunMs: null,
-    firstMapMs: null,
-    second: null, // the second sentence when comparing: sentence, ids, tokens, truncatedFrom, attentions, shape
-    difference: null, // second minus first for the chosen head, when both have T tokens
-    loadMs: {}, // from the click: download (all files), session (model ready), firstMap
-    loadBytes: null, // bytes read on the click: network, cache
-    inWorker: null,
-    keptBytes: null,
-    error: null
-  });
+  var state = boxState.create(live);
 
-  // The box's fixed parts (from the page) and the views built on the first result.
-  var box = null;
-  var view = null;
-  var selected = { layer: 0, head: 0, query: -1, perHead: false };
-  var shownHeads = null; // the head view's toggles: shownHeads[h] true when head h's lines show
+  // The box's elements: its fixed parts (root, field, button, progress, status, views: from
+  // the page, on init), `view` (the maps, the head view, the comparison: built on the first
+  // result), and what drawing keeps between draws.
+  var dom = {
+    view: null,
+    listening: false, // the field and the window's size are watched (once the model is loaded)
+    drawn: 0, // which drawing is the latest: an older one stops at its next step
+    pixelCanvas: null // the T x T canvas a map's cells are painted on before scaling
+  };
 
   // A colour of the box's theme (live_attention.css: custom properties that follow the theme's
   // light or dark mode), as [r, g, b].
   function themeColour(name, fallback) {
-    var text = getComputedStyle(box.root).getPropertyValue(name);
+    var text = getComputedStyle(dom.root).getPropertyValue(name);
     return drawing.parseColour(text) || fallback;
   }
 
@@ -83,299 +67,170 @@
     return node;
   }
 
-  function say(text) {
-    box.status.textContent = text;
+  // The box's fixed parts as the state has them (box_state.js's controls()).
+  function render() {
+    var c = boxState.controls(state);
+    if (c.status !== null && dom.status.textContent !== c.status) dom.status.textContent = c.status;
+    if (c.button !== null) dom.button.textContent = c.button;
+    dom.button.disabled = c.buttonDisabled;
+    if (c.buttonBusy) dom.button.setAttribute("aria-disabled", "true");
+    else dom.button.removeAttribute("aria-disabled");
+    if (c.buttonHidden && !dom.button.hidden) {
+      // The button goes: keep keyboard focus in the box, on the sentence.
+      if (document.activeElement === dom.button) dom.field.focus();
+      dom.button.hidden = true;
+    }
+    dom.progress.hidden = c.progressHidden;
+    dom.progress.value = c.progressValue;
+    if (c.computing || dom.views.hasAttribute("aria-busy")) {
+      dom.root.classList.toggle("live-computing", c.computing);
+      dom.views.setAttribute("aria-busy", c.computing ? "true" : "false");
+    }
   }
 
-  function deferred() {
-    var d = {};
-    d.promise = new Promise(function (resolve, reject) { d.resolve = resolve; d.reject = reject; });
-    return d;
-  }
+  // ---- the model, in a worker (box_runs.js) ----------------------------------------------
 
-  // ---- the model, in a worker --------------------------------------------------------------
-
-  // A connection to the engine (model.js): send(message); every answer goes to onMessage.
-  function connect(onMessage) {
-    var queue = [];
-    var target = null;
-    var worker = null;
-
-    // Where a worker cannot start (a browser without workers, or one that refuses this
-    // script), the same engine runs here, on the page's thread: the same code and numbers, but
-    // the page waits while the model starts and computes.
-    function onThisThread() {
-      state.inWorker = false;
-      var engine = model.createEngine({
-        post: onMessage,
-        importModule: function (url) { return import(url); },
-        openCache: function () { return fetching.openCache(root); },
-        dropStale: fetching.dropStale,
-        fetchBytes: function (url, cache, onBytes) { return fetching.fetchBytes(url, cache, onBytes); },
-        now: function () { return performance.now(); }
+  var channel = boxRuns.createChannel({
+    connect: function (onMessage) {
+      return boxRuns.connect({
+        startWorker: function () { return new Worker(new URL("model_worker.js", here).href); },
+        startEngine: function (post) {
+          return model.createEngine({
+            post: post,
+            importModule: function (url) { return import(url); },
+            openCache: function () { return fetching.openCache(root); },
+            dropStale: fetching.dropStale,
+            fetchBytes: function (url, cache, onBytes) { return fetching.fetchBytes(url, cache, onBytes); },
+            now: function () { return performance.now(); }
+          });
+        },
+        onMessage: onMessage,
+        onPlace: function (inWorker) { state.inWorker = inWorker; }
       });
-      target = engine.handle;
-      queue.splice(0).forEach(target);
-    }
-
-    try {
-      worker = new Worker(new URL("model_worker.js", here).href);
-    } catch {
-      onThisThread();
-    }
-    if (worker) {
-      worker.onmessage = function (event) {
-        if (event.data.type !== "started") return onMessage(event.data);
-        state.inWorker = true;
-        target = function (message) { worker.postMessage(message); };
-        queue.splice(0).forEach(target);
-      };
-      worker.onerror = function (event) {
-        event.preventDefault();
-        if (target) {
-          onMessage({ type: "failed", id: null, during: "worker", message: event.message || "the model's worker stopped" });
-          return;
-        }
-        worker.terminate();
-        worker = null;
-        onThisThread();
-      };
-    }
-    return {
-      send: function (message) { if (target) target(message); else queue.push(message); },
-      close: function () { if (worker) worker.terminate(); }
-    };
-  }
-
-  var connection = null;
-  var loading = null;
-  var waiting = {}; // run id -> deferred
-  var nextId = 1;
-  var loadStarted = 0;
-
-  function onMessage(message) {
-    if (message.type === "progress") {
-      showProgress(message.network, message.cache);
-    } else if (message.type === "stage") {
-      state.loadMs.download = performance.now() - loadStarted;
-      state.loadBytes = { network: message.network, cache: message.cache };
-      showProgress(message.network, message.cache);
-      say("Starting the model…");
-    } else if (message.type === "loaded") {
-      loading.resolve(message);
-    } else if (message.type === "result") {
-      waiting[message.id].resolve(message);
-      delete waiting[message.id];
-    } else if (message.type === "failed") {
-      var error = new Error(message.message);
-      if (message.id !== null && waiting[message.id]) {
-        waiting[message.id].reject(error);
-        delete waiting[message.id];
-      } else if (message.during === "load") {
-        loading.reject(error);
-      } else {
-        Object.keys(waiting).forEach(function (id) { waiting[id].reject(error); delete waiting[id]; });
-        if (state.status === "loading") loading.reject(error);
-      }
-    }
-  }
-
-  function runModel(text) {
-    var id = nextId++;
-    waiting[id] = deferred();
-    connection.send({ type: "run", id: id, text: text, maxTokens: box.config.maxTokens });
-    return waiting[id].promise;
-  }
+    },
+    onLoading: function (message) {
+      if (message.type === "stage") boxState.downloaded(state, message.network, message.cache, performance.now());
+      else boxState.progress(state, message.network, message.cache);
+      render();
+    },
+    loading: function () { return state.status === "loading"; }
+  });
 
   // ---- loading -------------------------------------------------------------------------
-
-  function cacheVisible() {
-    return Boolean(root.caches && root.isSecureContext);
-  }
-
-  function showProgress(network, cache) {
-    if (state.status !== "loading") return; // an error already said what happened
-    box.progress.value = Math.min(network + cache, box.config.total);
-    say(fetching.progressText(network, cache, box.config.total, cacheVisible()));
-  }
 
   // The bytes of the page's downloads ({url: bytes}), by their URL.
   function sizesByUrl() {
     var sizes = {};
-    Object.keys(box.config.sizes).forEach(function (path) {
-      sizes[new URL("../" + path, here).href] = box.config.sizes[path];
+    Object.keys(state.config.sizes).forEach(function (path) {
+      sizes[new URL("../" + path, here).href] = state.config.sizes[path];
     });
     return sizes;
   }
 
   // Before the click: what does this browser keep already? The button says what remains.
   function checkKept() {
-    if (!cacheVisible()) {
-      box.button.textContent = fetching.buttonLabel(box.config.total, null);
-      return Promise.resolve();
-    }
+    if (!state.cacheVisible) return Promise.resolve();
     return fetching.openCache(root)
       .then(function (cache) { return fetching.cachedBytes(cache, sizesByUrl()); })
       .then(function (kept) {
-        state.keptBytes = kept;
-        if (kept > 0 && state.status === "idle") box.button.textContent = fetching.buttonLabel(box.config.total, kept);
+        boxState.kept(state, kept);
+        render();
       });
   }
 
   function load() {
-    // aria-disabled, not disabled: a disabled button would drop the keyboard focus.
-    if (box.button.getAttribute("aria-disabled") === "true") return;
-    loadStarted = performance.now();
-    box.button.setAttribute("aria-disabled", "true");
-    box.progress.hidden = false;
-    box.progress.value = 0;
-    state.status = "loading";
-    state.error = null;
-    showProgress(0, 0);
+    if (!boxState.startLoad(state, performance.now())) return;
+    render();
     var ortDir = new URL("onnxruntime-web/", vendor);
-    if (connection) connection.close();
-    connection = connect(onMessage);
-    loading = deferred();
-    connection.send({
-      type: "load",
-      urls: {
-        ort: new URL("ort.wasm.min.mjs", ortDir).href,
-        ortDir: ortDir.href,
-        wasm: new URL("ort-wasm-simd-threaded.wasm", ortDir).href,
-        tokenizers: new URL("tokenizers/tokenizers.min.mjs", vendor).href,
-        model: new URL(box.config.model, here).href,
-        tokenizer: new URL("tokenizer.json", here).href,
-        tokenizerConfig: new URL("tokenizer_config.json", here).href
-      }
-    });
-    loading.promise
+    channel.load({
+      ort: new URL("ort.wasm.min.mjs", ortDir).href,
+      ortDir: ortDir.href,
+      wasm: new URL("ort-wasm-simd-threaded.wasm", ortDir).href,
+      tokenizers: new URL("tokenizers/tokenizers.min.mjs", vendor).href,
+      model: new URL(state.config.model, here).href,
+      tokenizer: new URL("tokenizer.json", here).href,
+      tokenizerConfig: new URL("tokenizer_config.json", here).href
+    })
       .then(function (info) {
-        state.loadMs.session = performance.now() - loadStarted;
-        box.vocabSize = info.vocabSize;
-        box.unk = info.unk;
-        box.progress.hidden = true;
-        // The button goes: keep keyboard focus in the box, on the sentence.
-        if (document.activeElement === box.button) box.field.focus();
-        box.button.hidden = true;
-        state.status = "ready";
+        boxState.loaded(state, info, performance.now());
+        render();
         listen();
         return compute();
       })
       .then(function () {
-        state.firstMapMs = state.loadMs.firstMap = performance.now() - loadStarted;
+        boxState.firstMap(state, performance.now());
       })
       .catch(function (error) {
-        if (state.status === "ready") return; // a sentence's failure was said already
-        state.status = "error";
-        state.error = String(error && error.message ? error.message : error);
-        box.progress.hidden = true;
-        box.button.removeAttribute("aria-disabled");
-        say(
-          "The model could not be loaded (" + state.error + "). The explorer of eight " +
-          "sentences above still works; press the button to try again."
-        );
+        if (boxState.loadFailed(state, error)) render();
       });
   }
 
-  var listening = false;
-  var typing = null;
+  // A sentence typed (either field): computed once typing pauses.
+  var typed = boxRuns.debounce(function () { compute(); }, 250);
+
+  // The maps are drawn to the width of their box: draw them again when it changes (a window
+  // resized, a phone turned), once the resizing has paused.
+  var resized = boxRuns.debounce(function () {
+    var view = dom.view;
+    if (state.status !== "ready" || !state.attentions || !view || view.body.hidden) return;
+    if (view.large.scroll.clientWidth !== view.drawnWidth) drawLarge();
+  }, 150);
 
   function listen() {
-    if (listening) return;
-    listening = true;
-    box.field.addEventListener("input", later);
-    window.addEventListener("resize", onResize);
-  }
-
-  function later() {
-    clearTimeout(typing);
-    typing = setTimeout(compute, 250);
+    if (dom.listening) return;
+    dom.listening = true;
+    dom.field.addEventListener("input", typed);
+    window.addEventListener("resize", resized);
   }
 
   // ---- computing -----------------------------------------------------------------------
 
   // One run at a time; a request made while one is under way is run after it, once, on the
   // text as it is then.
-  var running = Promise.resolve();
-  var queued = false;
-
-  function compute() {
-    if (queued) return running;
-    queued = true;
-    running = running.then(function () {
-      queued = false;
-      return computeFirst().then(computeSecond);
-    }).catch(function (error) {
-      setComputing(false);
-      say("The model could not read this text (" + (error && error.message ? error.message : error) + ").");
-    });
-    return running;
-  }
-
-  function setComputing(on) {
-    state.computing = on;
-    box.root.classList.toggle("live-computing", on);
-    box.views.setAttribute("aria-busy", on ? "true" : "false");
-  }
+  var compute = boxRuns.serial(function () {
+    return computeFirst().then(computeSecond);
+  }, function (error) {
+    boxState.runFailed(state, error);
+    render();
+  });
 
   function computeFirst() {
-    var sentence = box.field.value;
+    var sentence = dom.field.value;
     if (sentence.trim() === "") {
-      state.sentence = sentence;
-      state.ids = state.tokens = state.attentions = state.shape = null;
-      state.runs += 1;
-      if (view) view.body.hidden = true;
-      say("Type a sentence in the box above to see its attention.");
+      boxState.empty(state, sentence);
+      if (dom.view) dom.view.body.hidden = true;
+      render();
       return Promise.resolve();
     }
     var started = performance.now();
-    setComputing(true);
-    say("Computing the attention of your sentence…");
-    return runModel(sentence).then(function (out) {
-      state.sentence = sentence;
-      state.ids = out.ids;
-      state.tokens = out.tokens;
-      state.truncatedFrom = out.truncatedFrom;
-      state.unknownWords = out.unknownWords;
-      state.attentions = out.attentions;
-      state.shape = out.dims;
-      if (!view) buildViews(out.dims);
-      box.views.hidden = false;
+    boxState.startRun(state);
+    render();
+    return channel.run(sentence, state.config.maxTokens).then(function (out) {
+      boxState.result(state, sentence, out);
+      if (!dom.view) buildViews(out.dims);
+      var view = dom.view;
+      dom.views.hidden = false;
       view.body.hidden = false;
-      selected.query = Math.min(selected.query, out.dims[2] - 1);
-      var note = model.unknownNote(out.tokens, out.unknownWords, box.unk, box.vocabSize);
+      var note = model.unknownNote(out.tokens, out.unknownWords, state.unk, state.vocabSize);
       view.unknown.hidden = !note;
       view.unknown.textContent = note || "";
       return draw();
     }).then(function () {
-      var dims = state.shape;
-      state.lastRunMs = performance.now() - started;
-      state.runs += 1;
-      setComputing(false);
-      say(
-        (state.truncatedFrom ? model.truncationNote("Your text", state.truncatedFrom, box.config.maxTokens) + " " : "") +
-        dims[2] + " tokens, " + dims[0] + " layers × " + dims[1] + " heads, computed in " +
-        Math.round(state.lastRunMs) + " ms."
-      );
+      boxState.shown(state, performance.now() - started);
+      render();
     });
   }
 
   function computeSecond() {
+    var view = dom.view;
     var text = view ? view.secondField.value : "";
     if (!view || !view.compareBox.checked || text.trim() === "") {
-      state.second = null;
+      boxState.second(state, null, null);
       if (view) drawCompare();
       return Promise.resolve();
     }
-    return runModel(text).then(function (out) {
-      state.second = {
-        sentence: text,
-        ids: out.ids,
-        tokens: out.tokens,
-        truncatedFrom: out.truncatedFrom,
-        attentions: out.attentions,
-        shape: out.dims
-      };
+    return channel.run(text, state.config.maxTokens).then(function (out) {
+      boxState.second(state, text, out);
       drawCompare();
     });
   }
@@ -407,6 +262,7 @@
   function buildViews(dims) {
     var L = dims[0];
     var H = dims[1];
+    var selected = state.selected;
     var layerSelect = el("select", { id: "live-layer" });
     var headSelect = el("select", { id: "live-head" });
     for (var l = 0; l < L; l++) layerSelect.appendChild(option(l, String(l)));
@@ -415,8 +271,12 @@
     var scaleBox = el("input", { type: "checkbox", id: "live-per-head" });
     layerSelect.addEventListener("change", function () { select(+layerSelect.value, selected.head); });
     headSelect.addEventListener("change", function () { select(selected.layer, +headSelect.value); });
-    querySelect.addEventListener("change", function () { selected.query = +querySelect.value; drawLarge(); drawHeadView(); });
-    scaleBox.addEventListener("change", function () { selected.perHead = scaleBox.checked; redraw(); });
+    querySelect.addEventListener("change", function () {
+      boxState.chooseQuery(state, +querySelect.value);
+      drawLarge();
+      drawHeadView();
+    });
+    scaleBox.addEventListener("change", function () { boxState.perHead(state, scaleBox.checked); redraw(); });
 
     var controls = el("div", { className: "live-controls" }, [
       el("span", {}, [el("label", { for: "live-layer", text: "Layer " }), layerSelect]),
@@ -472,7 +332,7 @@
       compareInput.hidden = !compareBox.checked;
       compute();
     });
-    secondField.addEventListener("input", later);
+    secondField.addEventListener("input", typed);
 
     var large = scroller(el("canvas", { className: "live-large-canvas" }), "");
     var readout = el("p", { className: "live-readout" });
@@ -490,10 +350,7 @@
     var body = el("div", { className: "live-body" }, [
       unknown,
       controls,
-      el("p", {
-        className: "live-heading",
-        text: "All heads (rows: layers 0–" + (L - 1) + "; columns: heads 0–" + (H - 1) + ")"
-      }),
+      el("p", { className: "live-heading", text: boxText.gridHeading(dims) }),
       grid,
       title,
       large.frame,
@@ -507,8 +364,8 @@
         compareViews
       ])
     ]);
-    box.views.appendChild(body);
-    view = {
+    dom.views.appendChild(body);
+    dom.view = {
       dims: dims.slice(0, 2),
       body: body,
       unknown: unknown,
@@ -537,7 +394,7 @@
     select(0, 0);
     // The theme's switch: the canvases and the head view's shades take the new mode's colours.
     new MutationObserver(function () {
-      if (state.attentions && !view.body.hidden) drawLarge();
+      if (state.attentions && !dom.view.body.hidden) drawLarge();
     }).observe(document.documentElement, { attributes: true, attributeFilter: ["data-theme"] });
   }
 
@@ -547,16 +404,17 @@
   }
 
   function onCellKey(event) {
-    var to = drawing.gridMove(view.dims, selected.layer, selected.head, event.key);
+    var view = dom.view;
+    var to = drawing.gridMove(view.dims, state.selected.layer, state.selected.head, event.key);
     if (!to) return;
     event.preventDefault();
     select(to.layer, to.head);
-    view.cells[to.layer * view.dims[1] + to.head].button.focus();
+    view.cells[boxText.cellIndex(view.dims, to.layer, to.head)].button.focus();
   }
 
   function select(layer, head) {
-    selected.layer = layer;
-    selected.head = head;
+    var view = dom.view;
+    boxState.select(state, layer, head);
     view.layerSelect.value = String(layer);
     view.headSelect.value = String(head);
     view.cells.forEach(function (c) {
@@ -567,8 +425,9 @@
     if (state.attentions) drawLarge();
   }
 
+  // The top of the colour scale for one head of `weights`.
   function top(weights, dims, layer, head) {
-    return selected.perHead ? drawing.headMax(weights, dims, layer, head) : 1;
+    return boxText.scale(state.selected.perHead, weights, dims, layer, head);
   }
 
   function paintCell(cell) {
@@ -583,25 +442,17 @@
     ctx.putImageData(image, 0, 0);
   }
 
-  // The next task of the page's event loop: work split across tasks lets the page answer in
-  // between (a click, a key, a repaint).
-  function nextTask() {
-    return new Promise(function (resolve) { setTimeout(resolve, 0); });
-  }
-
   // Every map again, in tasks of their own: the query list, the large map, then the grid in
   // slices of about 30 ms (72 maps of a 512-token sentence are 19 million pixels).
-  var drawn = 0; // which drawing is the latest: an older one stops at its next step
-
   function draw() {
-    var token = ++drawn;
+    var token = ++dom.drawn;
+    var view = dom.view;
     var rows = document.createDocumentFragment();
-    rows.appendChild(option(-1, "none"));
-    state.tokens.forEach(function (t, i) { rows.appendChild(option(i, i + ": " + t)); });
+    boxText.queryOptions(state.tokens).forEach(function (o) { rows.appendChild(option(o[0], o[1])); });
     view.querySelect.replaceChildren(rows);
-    view.querySelect.value = String(selected.query);
-    return nextTask().then(function () {
-      if (token !== drawn) return;
+    view.querySelect.value = String(state.selected.query);
+    return boxRuns.nextTask().then(function () {
+      if (token !== dom.drawn) return;
       drawLarge();
       return paintGrid(token);
     });
@@ -610,24 +461,23 @@
   // The large map now, the grid after (the same sentence on another scale).
   function redraw() {
     drawLarge();
-    return paintGrid(++drawn);
+    return paintGrid(++dom.drawn);
   }
 
   function paintGrid(token) {
+    var cells = dom.view.cells;
     var i = 0;
     return new Promise(function (resolve) {
       function slice() {
-        if (token !== drawn) return resolve();
+        if (token !== dom.drawn) return resolve();
         var until = performance.now() + 30;
-        while (i < view.cells.length && performance.now() < until) paintCell(view.cells[i++]);
-        if (i < view.cells.length) setTimeout(slice, 0);
+        while (i < cells.length && performance.now() < until) paintCell(cells[i++]);
+        if (i < cells.length) setTimeout(slice, 0);
         else resolve();
       }
       setTimeout(slice, 0);
     });
   }
-
-  var pixelCanvas = null;
 
   // One map on a canvas: paint(pixels) fills T x T RGBA pixels; the tokens on both axes
   // (drawn as text), the query row outlined; where the cells are large enough, number(q, k) (its
@@ -652,7 +502,7 @@
     ctx.fillStyle = drawing.css(paper);
     ctx.fillRect(0, 0, g.size, g.size);
     // The cells: one pixel each on a T x T canvas, scaled up without smoothing.
-    pixelCanvas = pixelCanvas || document.createElement("canvas");
+    var pixelCanvas = dom.pixelCanvas = dom.pixelCanvas || document.createElement("canvas");
     pixelCanvas.width = T;
     pixelCanvas.height = T;
     var pctx = pixelCanvas.getContext("2d");
@@ -684,41 +534,37 @@
     ctx.textBaseline = "middle";
     ctx.textAlign = "right";
     if (g.labelled) {
-      tokens.forEach(function (t, i) { ctx.fillText(clip(ctx, t), g.margin - 4, g.margin + (i + 0.5) * g.cell); });
+      var measure = function (text) { return ctx.measureText(text).width; };
+      tokens.forEach(function (t, i) {
+        ctx.fillText(boxText.clip(t, measure), g.margin - 4, g.margin + (i + 0.5) * g.cell);
+      });
       ctx.save();
       ctx.rotate(-Math.PI / 2); // column labels read upwards, ending above their column
       ctx.textAlign = "left";
-      tokens.forEach(function (t, i) { ctx.fillText(clip(ctx, t), -(g.margin - 4), g.margin + (i + 0.5) * g.cell); });
+      tokens.forEach(function (t, i) {
+        ctx.fillText(boxText.clip(t, measure), -(g.margin - 4), g.margin + (i + 0.5) * g.cell);
+      });
       ctx.restore();
     }
     showOverflow(target.scroll);
     return g;
   }
 
-  function clip(ctx, text) {
-    if (ctx.measureText(text).width <= 160) return text;
-    while (text.length > 1 && ctx.measureText(text + "…").width > 160) text = text.slice(0, -1);
-    return text + "…";
-  }
-
   // The large map: one head, the tokens on both axes.
   function drawLarge() {
+    var view = dom.view;
     var dims = state.shape;
-    var layer = selected.layer;
-    var head = selected.head;
+    var layer = state.selected.layer;
+    var head = state.selected.head;
     var scale = top(state.attentions, dims, layer, head);
     view.drawnWidth = view.large.scroll.clientWidth;
     view.geometry = drawMap(view.large, state.tokens, function (pixels) {
       drawing.paintHead(pixels, state.attentions, dims, layer, head, scale, table);
-    }, selected.query, function (q, k) {
+    }, state.selected.query, function (q, k) {
       return drawing.cellNumber(drawing.weightAt(state.attentions, dims, layer, head, q, k));
     });
-    view.title.textContent = "Layer " + layer + ", head " + head + ": rows are queries, columns keys";
-    view.large.scroll.setAttribute(
-      "aria-label",
-      "Attention of layer " + layer + ", head " + head + " over " + dims[2] + " tokens; " +
-      "choose a query row to read its weights"
-    );
+    view.title.textContent = boxText.largeTitle(layer, head);
+    view.large.scroll.setAttribute("aria-label", boxText.largeLabel(layer, head, dims[2]));
     drawLegend(scale);
     view.readout.textContent = rowText();
     drawHeadView();
@@ -732,20 +578,17 @@
   // the right, between them an SVG of lines in each head's colour, as strong as the weight
   // (head_view.js), and as text, the keys each head weighs most for the chosen query.
   var ROW = 22; // px, .live-hv's --live-row
-  var ALL_PAIRS = 6000; // before a query is chosen, every query's lines are drawn up to this many
 
   function buildHeadView(H) {
-    shownHeads = [];
+    boxState.showHeads(state, H);
     var toggles = el("div", { className: "live-hv-toggles", role: "group", "aria-label": "Heads shown in the head view" });
     var buttons = [];
     for (var h = 0; h < H; h++) {
-      shownHeads.push(true);
       var b = el("button", { type: "button", className: "live-hv-toggle", "aria-pressed": "true", "aria-label": "head " + h, text: String(h) });
       b.style.setProperty("--live-head", headView.headColour(h));
       b.dataset.head = h;
       b.addEventListener("click", function (event) {
-        var k = +event.currentTarget.dataset.head;
-        shownHeads[k] = !shownHeads[k];
+        boxState.toggleHead(state, +event.currentTarget.dataset.head);
         drawHeadView();
       });
       toggles.appendChild(b);
@@ -753,8 +596,7 @@
     }
     var all = el("button", { type: "button", className: "live-hv-all", text: "Hide all" });
     all.addEventListener("click", function () {
-      var on = !shownHeads.some(Boolean);
-      shownHeads = shownHeads.map(function () { return on; });
+      boxState.toggleAllHeads(state);
       drawHeadView();
     });
     toggles.appendChild(all);
@@ -792,7 +634,7 @@
     });
     queries.addEventListener("keydown", function (event) {
       var T = state.shape ? state.shape[2] : 0;
-      var to = headView.move(T, Math.max(0, selected.query), event.key);
+      var to = headView.move(T, Math.max(0, state.selected.query), event.key);
       if (to === null) return;
       event.preventDefault();
       var target = queries.children[to];
@@ -810,28 +652,28 @@
   // A query chosen in the head view: the query row of the whole box (the list, the large map's
   // outline, the readout) follows it; the large map is drawn again once the pointer rests
   // (120 ms), not for every token it crosses (a 512-token map takes a while to draw).
-  var largeLater = null;
+  var largeSoon = boxRuns.debounce(function () { if (state.attentions) drawLarge(); }, 120);
 
   function chooseQuery(q) {
-    if (q === selected.query) return;
-    selected.query = q;
-    view.querySelect.value = String(q);
-    view.readout.textContent = rowText();
+    if (!boxState.chooseQuery(state, q)) return;
+    dom.view.querySelect.value = String(q);
+    dom.view.readout.textContent = rowText();
     drawHeadView();
-    clearTimeout(largeLater);
-    largeLater = setTimeout(function () { if (state.attentions) drawLarge(); }, 120);
+    largeSoon();
   }
 
   function drawHeadView() {
+    var view = dom.view;
     if (!view || !state.attentions) return;
     var hv = view.hv;
     var dims = state.shape;
     var T = dims[2];
     var H = dims[1];
-    var layer = selected.layer;
-    var q = selected.query;
+    var layer = state.selected.layer;
+    var q = state.selected.query;
+    var shownHeads = state.shownHeads;
     var theme = document.documentElement.getAttribute("data-theme") || "";
-    var key = [layer, q, shownHeads.map(Number).join(""), theme].join("|");
+    var key = boxText.headViewKey(layer, q, shownHeads, theme);
     if (hv.drawnFor === state.attentions && hv.drawnKey === key) return;
     var fresh = hv.tokensFor !== state.attentions;
     hv.drawnFor = state.attentions;
@@ -854,8 +696,8 @@
     }
     var shownCount = shownHeads.filter(Boolean).length;
     hv.toggles.forEach(function (b, h) { b.setAttribute("aria-pressed", shownHeads[h] ? "true" : "false"); });
-    hv.all.textContent = shownCount ? "Hide all" : "Show all";
-    hv.heading.textContent = "Head view: layer " + layer + ", its " + H + " heads, one colour each";
+    hv.all.textContent = boxText.toggleAllText(shownCount);
+    hv.heading.textContent = boxText.headViewHeading(layer, H);
 
     // The lines: x from 0 to 100 in the SVG's units, stretched to its column (their widths in
     // px, unstretched); y in px, one row of ROW px per token.
@@ -863,10 +705,9 @@
     hv.svg.setAttribute("viewBox", "0 0 100 " + g.height);
     hv.svg.setAttribute("height", String(g.height));
     var lines = [];
-    var tooMany = q < 0 && T * T * shownCount > ALL_PAIRS;
-    // Lines under 0.001 (0.01 past 128 tokens, where there are thousands) are left out: their
-    // opacity is their weight, so they would not show.
-    if (!tooMany) lines = headView.lines(state.attentions, dims, layer, q, g, shownHeads, T > 128 ? 0.01 : 0.001);
+    if (!boxText.tooManyLines(T, q, shownCount)) {
+      lines = headView.lines(state.attentions, dims, layer, q, g, shownHeads, boxText.lineThreshold(T));
+    }
     var frag = document.createDocumentFragment();
     lines.forEach(function (l) {
       var line = document.createElementNS("http://www.w3.org/2000/svg", "line");
@@ -908,11 +749,7 @@
     });
 
     // The text alternative.
-    hv.caption.textContent = tooMany
-      ? "Point at a token on the left, or focus it, to draw its lines (" + T + " tokens are too many to draw every query's lines at once)."
-      : q < 0
-        ? "Every query's lines are drawn; point at a token on the left, or focus it, to see its own."
-        : headView.caption(state.tokens, layer, q, shownCount, H) + ":";
+    hv.caption.textContent = boxText.headViewCaption(state.tokens, layer, q, shownCount, H);
     var items = document.createDocumentFragment();
     headView.summary(state.attentions, dims, state.tokens, layer, q, shownHeads, 3).forEach(function (s) {
       var li = el("li", { text: s.text });
@@ -925,18 +762,19 @@
   // ---- two sentences side by side --------------------------------------------------------
 
   function drawCompare() {
+    var view = dom.view;
     var b = state.second;
     var on = view.compareBox.checked;
     var cut = on && b && b.truncatedFrom;
     view.secondNote.hidden = !cut;
-    view.secondNote.textContent = cut ? model.truncationNote("The second sentence", b.truncatedFrom, box.config.maxTokens) : "";
+    view.secondNote.textContent = cut ? model.truncationNote("The second sentence", b.truncatedFrom, state.config.maxTokens) : "";
     if (!on || !b || !b.attentions || !state.attentions) {
       view.compareViews.hidden = true;
       return;
     }
     view.compareViews.hidden = false;
-    var layer = selected.layer;
-    var head = selected.head;
+    var layer = state.selected.layer;
+    var head = state.selected.head;
     var T = b.shape[2];
     var scale = top(b.attentions, b.shape, layer, head);
     drawMap(view.second, b.tokens, function (pixels) {
@@ -944,70 +782,51 @@
     }, -1, function (q, k) {
       return drawing.cellNumber(drawing.weightAt(b.attentions, b.shape, layer, head, q, k));
     });
-    view.secondTitle.textContent = "Second sentence, layer " + layer + ", head " + head;
-    view.second.scroll.setAttribute("aria-label", "Attention of layer " + layer + ", head " + head +
-      " in the second sentence, " + T + " tokens");
+    view.secondTitle.textContent = boxText.secondTitle(layer, head);
+    view.second.scroll.setAttribute("aria-label", boxText.secondLabel(layer, head, T));
     var d = drawing.difference(state.attentions, state.shape, b.attentions, b.shape, layer, head);
     state.difference = d;
     if (!d) {
       view.diff.frame.hidden = true;
       view.diff.hint.hidden = true;
-      view.diffText.textContent = "The difference is drawn for two sentences of the same number " +
-        "of tokens (here " + state.shape[2] + " and " + T + "), such as the same words in another order.";
+      view.diffText.textContent = boxText.noDifference(state.shape[2], T);
       return;
     }
-    var range = selected.perHead ? (d.largest || 1) : 1;
+    var range = boxText.differenceRange(state.selected.perHead, d.largest);
     view.diff.frame.hidden = false;
-    drawMap(view.diff, b.tokens.map(function (t, j) {
-      return t === state.tokens[j] ? t : state.tokens[j] + " / " + t;
-    }), function (pixels) {
+    drawMap(view.diff, boxText.differenceTokens(state.tokens, b.tokens), function (pixels) {
       drawing.paintMap(pixels, T, function (q, k) { return drawing.diverging(d.values[q * T + k] / range); });
     }, -1, function (q, k) { return drawing.cellNumber(d.values[q * T + k], true); });
-    view.diff.scroll.setAttribute("aria-label", "Second sentence minus first, layer " + layer +
-      ", head " + head + "; largest change " + d.largest.toFixed(2));
-    view.diffText.textContent = "Second minus first, cell by cell: the query and key at the same " +
-      "positions, whichever words they hold. Red where the second sentence puts more " +
-      "weight, blue where less, white where the same (scale ±" + range.toFixed(2) + "). " +
-      "Largest change in this head: " + d.largest.toFixed(2) + ".";
+    view.diff.scroll.setAttribute("aria-label", boxText.differenceLabel(layer, head, d.largest));
+    view.diffText.textContent = boxText.differenceText(range, d.largest);
   }
 
   // The colour scale: a bar of 200 colours, its ends as text (in the theme's ink).
   function drawLegend(scale) {
-    var canvas = view.legendBar;
-    var ctx = canvas.getContext("2d");
+    var view = dom.view;
+    var ctx = view.legendBar.getContext("2d");
     for (var x = 0; x < 200; x++) {
       var c = drawing.colour(x, 199, table);
       ctx.fillStyle = "rgb(" + c[0] + "," + c[1] + "," + c[2] + ")";
       ctx.fillRect(x, 0, 1, 14);
     }
     view.legendHigh.textContent = scale.toFixed(2);
-    view.legend.setAttribute("aria-label", "Colour scale from 0 (dark purple) to " + scale.toFixed(2) + " (yellow)" +
-      (selected.perHead ? ", this head's largest weight" : ""));
+    view.legend.setAttribute("aria-label", boxText.legendLabel(scale, state.selected.perHead));
   }
 
   function rowText() {
-    return drawing.rowText(state.attentions, state.shape, state.tokens, selected.layer, selected.head, selected.query, 5);
+    var s = state.selected;
+    return drawing.rowText(state.attentions, state.shape, state.tokens, s.layer, s.head, s.query, 5);
   }
 
   function onHover(event) {
+    var view = dom.view;
     if (!view.geometry || !state.attentions) return;
     var rect = view.large.canvas.getBoundingClientRect();
     var at = drawing.cellAt(view.geometry, event.clientX - rect.left, event.clientY - rect.top);
     if (!at || view.geometry.T !== state.shape[2]) return;
     view.readout.textContent = drawing.cellText(state.attentions, state.shape, state.tokens,
-      selected.layer, selected.head, at.query, at.key);
-  }
-
-  // The maps are drawn to the width of their box: draw them again when it changes (a window
-  // resized, a phone turned), once the resizing has paused.
-  var resizing = null;
-
-  function onResize() {
-    clearTimeout(resizing);
-    resizing = setTimeout(function () {
-      if (state.status !== "ready" || !state.attentions || !view || view.body.hidden) return;
-      if (view.large.scroll.clientWidth !== view.drawnWidth) drawLarge();
-    }, 150);
+      state.selected.layer, state.selected.head, at.query, at.key);
   }
 
   // ---- start ---------------------------------------------------------------------------
@@ -1015,33 +834,22 @@
   function init() {
     var node = document.getElementById("live-attention");
     if (!node) return;
-    box = {
+    Object.assign(dom, {
       root: node,
-      config: JSON.parse(node.dataset.config),
       field: node.querySelector(".live-text"),
       button: node.querySelector(".live-load"),
       progress: node.querySelector(".live-progress"),
       status: node.querySelector(".live-status"),
-      views: node.querySelector(".live-views"),
-      vocabSize: 0,
-      unk: "[UNK]"
-    };
-    var reason = null;
-    if (location.protocol === "file:") {
-      reason = "This page was opened as a file, and browsers do not let a file:// page load " +
-        "the model's files. Serve the book (make serve) to use this box; the explorer of " +
-        "eight sentences above works as it is.";
-    } else if (typeof WebAssembly !== "object" || typeof BigInt64Array !== "function") {
-      reason = "This browser lacks WebAssembly, which the model needs; the explorer of eight " +
-        "sentences above works as it is.";
-    }
-    if (reason) {
-      state.status = "unavailable";
-      box.button.disabled = true;
-      say(reason);
-      return;
-    }
-    box.button.addEventListener("click", load);
+      views: node.querySelector(".live-views")
+    });
+    boxState.setUp(state, JSON.parse(node.dataset.config), {
+      protocol: location.protocol,
+      webAssembly: typeof WebAssembly === "object" && typeof BigInt64Array === "function",
+      cacheVisible: Boolean(root.caches && root.isSecureContext)
+    });
+    render();
+    if (state.status === "unavailable") return;
+    dom.button.addEventListener("click", load);
     checkKept().catch(function () {});
   }
 
