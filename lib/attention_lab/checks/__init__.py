@@ -18,14 +18,15 @@ gradient: they run the learner's function under ``torch.no_grad()``.
 One module per lab holds its check, its cases, its wrong variants and the explanations of its
 mistakes: ``sdpa`` (Lab 1, and the attention variants the next labs reuse), ``multi_head``
 (2), ``positional`` (3), ``masks`` (4), ``encoder`` (5), ``search`` (6), ``online_softmax``
-(7) and ``kv_cache`` (8). ``_core`` holds what they share: the case record, running the
-learner's function, the one comparison routine (shape, dtype, NaN or inf, values, diagnosis)
-and the failure message.
+(7), ``kv_cache`` (8) and ``alibi`` (11). ``_core`` holds what they share: the case record,
+running the learner's function, the one comparison routine (shape, dtype, NaN or inf, values,
+diagnosis) and the failure message.
 """
 
 from __future__ import annotations
 
 from attention_lab.checks import _core
+from attention_lab.checks.alibi import check_alibi_bias, check_alibi_slopes
 from attention_lab.checks.encoder import check_encoder_layer
 from attention_lab.checks.kv_cache import check_kv_cache_decoding
 from attention_lab.checks.masks import check_masked_attention
@@ -37,6 +38,8 @@ from attention_lab.checks.search import check_pooling_and_search
 
 __all__ = [
     "MISTAKES",
+    "check_alibi_bias",
+    "check_alibi_slopes",
     "check_encoder_layer",
     "check_kv_cache_decoding",
     "check_masked_attention",
