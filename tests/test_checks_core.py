@@ -12,6 +12,7 @@ from attention_lab import checks
 from attention_lab.checks import (
     _core,
     encoder,
+    grouped_query,
     kv_cache,
     masks,
     multi_head,
@@ -19,9 +20,21 @@ from attention_lab.checks import (
     positional,
     sdpa,
     search,
+    window_masks,
 )
 
-LABS = [sdpa, multi_head, positional, masks, encoder, search, online_softmax, kv_cache]
+LABS = [
+    sdpa,
+    multi_head,
+    positional,
+    masks,
+    encoder,
+    search,
+    online_softmax,
+    kv_cache,
+    grouped_query,
+    window_masks,
+]
 CASE = _core.Case("a case", ())
 
 
