@@ -233,6 +233,18 @@ def scaled_after_the_softmax(query, key, value):
     return weights @ v, weights
 
 
+def group_by_true_division(query, key, value):
+    group = query.shape[1] / key.shape[1]
+    return attend(query, key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1))
+
+
+def expanded_to_all_heads(query, key, value):
+    batch, heads, _, head_dim = query.shape
+    return attend(
+        query, key.expand(batch, heads, -1, head_dim), value.expand(batch, heads, -1, head_dim)
+    )
+
+
 WRONG = [
     (with_repeat, "kv_heads_repeated_round_robin"),
     (expanded_in_the_wrong_order, "kv_heads_repeated_round_robin"),
@@ -246,6 +258,8 @@ WRONG = [
     (key_value_heads_averaged, "kv_heads_averaged"),
     (group_axis_kept, "group_axis_not_merged"),
     (heads_merged, "heads_merged"),
+    (group_by_true_division, "group_not_int"),
+    (expanded_to_all_heads, "expand_cannot_repeat"),
     (scaled_by_every_heads_width, "scaled_by_all_heads_width"),
     (scaled_by_cache_width, "scaled_by_all_heads_width"),
     (scaled_by_size_1, "scaled_by_head_count"),

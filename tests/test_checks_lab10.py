@@ -66,6 +66,11 @@ def documents_pair_by_pair(document_ids):
     return mask
 
 
+def documents_as_blocks(document_ids):
+    _, counts = torch.unique_consecutive(document_ids, return_counts=True)
+    return torch.block_diag(*(causal(int(n)) for n in counts))
+
+
 def documents_by_segments(document_ids):
     starts = torch.ones_like(document_ids, dtype=torch.bool)
     starts[1:] = document_ids[1:] != document_ids[:-1]
@@ -80,6 +85,7 @@ RIGHT = [
     (check_sliding_window_mask, window_as_a_mask_mod),
     (check_document_mask, documents_by_comparing_ids),
     (check_document_mask, documents_pair_by_pair),
+    (check_document_mask, documents_as_blocks),
     (check_document_mask, documents_by_segments),
 ]
 
@@ -191,6 +197,11 @@ def documents_by_ends(document_ids):
     return torch.tril(segment[:, None] == segment[None, :])
 
 
+def documents_as_blocks_of_unique_ids(document_ids):
+    _, counts = torch.unique(document_ids, return_counts=True)
+    return torch.block_diag(*(causal(int(n)) for n in counts))
+
+
 def documents_elementwise(document_ids):
     return document_ids == document_ids.reshape(-1)
 
@@ -225,6 +236,7 @@ WRONG = [
     (check_document_mask, documents_or, "combined_with_or"),
     (check_document_mask, documents_strictly_before, "document_excludes_self"),
     (check_document_mask, documents_by_ends, "document_boundary_shifted"),
+    (check_document_mask, documents_as_blocks_of_unique_ids, "documents_sorted"),
     (check_document_mask, documents_elementwise, "ids_compared_elementwise"),
     (check_document_mask, documents_as_floats, "mask_not_bool"),
     (check_document_mask, documents_additive, "additive_mask"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -79,6 +80,15 @@ MISTAKES = register_mistakes(
         "scaled_by_all_heads_width": (
             "wrong scaling: you divided by the square root of several heads' width (H * Dh "
             "or Hkv * Dh); scale by sqrt(Dh), the width of one head, query.shape[-1]"
+        ),
+        "group_not_int": (
+            "the group size is a float (H / Hkv): repeats and indices must be ints, so "
+            "use integer division, group = H // Hkv"
+        ),
+        "expand_cannot_repeat": (
+            "expand only stretches axes of size 1, so it cannot turn Hkv heads into H: "
+            "repeat_interleave(H // Hkv, dim=1), or expand a new group axis, "
+            "key[:, :, None].expand(B, Hkv, group, Tk, Dh), and reshape it to H heads"
         ),
         "scaled_by_head_count": (
             "wrong scaling: you divided by the square root of a number of heads "
@@ -274,6 +284,23 @@ def locate_grouping(args: tuple, got, expected) -> str:
     return locate_pair((out, w), expected)
 
 
+def _first_line_of_errors(fn: Callable) -> Callable:
+    """``fn``, whose TypeErrors keep only their first line: PyTorch lists every overload of a
+    function called with a wrong argument (a float group size), which would bury the advice."""
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as error:
+            first, _, rest = str(error).partition("\n")
+            if not rest:
+                raise
+            raise TypeError(first.removesuffix(":") + " ...") from error
+
+    return wrapped
+
+
 def _gqa_cases() -> list[Case]:
     g = torch.Generator().manual_seed(9)
 
@@ -316,7 +343,8 @@ def check_grouped_query_attention(fn: Callable) -> None:
     Mistakes it names: ``kv_heads_repeated_round_robin``, ``kv_heads_wrong_count``,
     ``group_index_by_kv_heads``, ``repeated_along_positions``, ``query_groups_averaged``,
     ``query_heads_reduced``, ``kv_heads_averaged``, ``group_axis_not_merged``,
-    ``heads_merged``, ``scaled_by_all_heads_width``, ``scaled_by_head_count``,
+    ``heads_merged``, ``group_not_int``, ``expand_cannot_repeat``,
+    ``scaled_by_all_heads_width``, ``scaled_by_head_count``,
     ``no_scaling``, ``scaled_by_d_k``, ``softmax_axis``, ``keys_values_swapped``,
     ``scores_transposed``, ``scaled_after_softmax``, ``pair_swapped``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`).
@@ -339,7 +367,12 @@ def check_grouped_query_attention(fn: Callable) -> None:
             found = diagnosis()
             if found:
                 return found
-            mismatch = _HEADS_MISMATCH.search(str(error))
+            text = str(error)
+            if isinstance(error, TypeError | IndexError) and "float" in text:
+                return "group_not_int"
+            if "The expanded size of the tensor" in text:
+                return "expand_cannot_repeat"
+            mismatch = _HEADS_MISMATCH.search(text)
             if mismatch and kv_heads not in (1, heads):
                 sizes = {int(s) for s in mismatch.groups() if s is not None}
                 if heads in sizes and len(sizes) == 2:
@@ -347,7 +380,7 @@ def check_grouped_query_attention(fn: Callable) -> None:
             return matmul_error(error)
 
         expected = grouped_query_reference(*case.args)
-        result = run(fn, case, error_hint)
+        result = run(_first_line_of_errors(fn), case, error_hint)
         compare_pair(
             name_of(fn),
             case,

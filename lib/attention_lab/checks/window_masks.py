@@ -98,6 +98,11 @@ MISTAKES = register_mistakes(
             "position with a new id (mark starts with ids[1:] != ids[:-1], shifted by one, "
             "or compare the ids themselves)"
         ),
+        "documents_sorted": (
+            "the blocks follow the ids sorted by value (torch.unique sorts them), not the "
+            "order of the documents in the sequence; torch.unique_consecutive keeps it, "
+            "or compare the ids, ids[:, None] == ids[None, :]"
+        ),
         "ids_compared_elementwise": (
             "ids compared elementwise, giving [T]: compare every query with every key, "
             "ids[:, None] == ids[None, :], [T, T]"
@@ -150,6 +155,8 @@ def _document_variant(ids: torch.Tensor, mistake: str) -> tuple[torch.Tensor]:
     causal = j <= i
     same = ids[:, None] == ids[None, :]  # [T, T]
     late = _segments(ids, late=True)
+    _, counts = torch.unique(ids, return_counts=True)  # in the ids' sorted order
+    in_sorted = torch.repeat_interleave(torch.arange(len(counts)), counts)  # [T]
     masks = {
         "right": lambda: same & causal,
         "documents_ignored": lambda: causal,
@@ -159,6 +166,7 @@ def _document_variant(ids: torch.Tensor, mistake: str) -> tuple[torch.Tensor]:
         "combined_with_or": lambda: same | causal,
         "document_excludes_self": lambda: same & (j < i),
         "document_boundary_shifted": lambda: (late[:, None] == late[None, :]) & causal,
+        "documents_sorted": lambda: (in_sorted[:, None] == in_sorted[None, :]) & causal,
     }
     return (masks[mistake](),)
 
@@ -219,6 +227,7 @@ _DOCUMENT_KEYS = (
     "combined_with_or",
     "document_excludes_self",
     "document_boundary_shifted",
+    "documents_sorted",
 )
 
 
@@ -387,7 +396,8 @@ def check_document_mask(fn: Callable) -> None:
 
     Mistakes it names: ``documents_ignored``, ``document_not_causal``,
     ``document_transposed``, ``mask_inverted``, ``combined_with_or``,
-    ``document_excludes_self``, ``document_boundary_shifted``, ``ids_compared_elementwise``,
+    ``document_excludes_self``, ``document_boundary_shifted``, ``documents_sorted``,
+    ``ids_compared_elementwise``,
     ``mask_not_bool``, ``additive_mask`` (see :data:`MISTAKES`).
 
     Args:
