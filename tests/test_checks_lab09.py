@@ -152,6 +152,29 @@ def repeated_along_positions(query, key, value):
     return attend(query, key.repeat_interleave(group, dim=2), value.repeat_interleave(group, dim=2))
 
 
+def repeated_along_batch(query, key, value):
+    group = query.shape[1] // key.shape[1]
+    return attend(query, key.repeat_interleave(group, dim=0), value.repeat_interleave(group, dim=0))
+
+
+def with_a_causal_mask(query, key, value):
+    k, v = expanded(query, key, value)
+    scores = query @ k.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    query_len, key_len = scores.shape[-2:]
+    future = torch.ones(query_len, key_len, dtype=torch.bool).triu(key_len - query_len + 1)
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return weights @ v, weights
+
+
+def with_is_causal(query, key, value):
+    k, v = expanded(query, key, value)
+    output = F.scaled_dot_product_attention(query, k, v, is_causal=True)
+    scores = query @ k.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    future = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)  # top-left, as is_causal
+    weights = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return output, weights
+
+
 def group_queries_averaged(query, key, value):
     batch, heads, query_len, head_dim = query.shape
     kv_heads = key.shape[1]
@@ -251,7 +274,10 @@ WRONG = [
     (repeated_by_kv_heads, "kv_heads_wrong_count"),
     (not_expanded, "kv_heads_wrong_count"),
     (loop_with_h_over_kv_heads, "group_index_by_kv_heads"),
-    (repeated_along_positions, "repeated_along_positions"),
+    (repeated_along_positions, "repeated_along_wrong_axis"),
+    (repeated_along_batch, "repeated_along_wrong_axis"),
+    (with_a_causal_mask, "causal_mask_applied"),
+    (with_is_causal, "causal_mask_applied"),
     (group_queries_averaged, "query_groups_averaged"),
     (group_queries_averaged_and_kept, "query_heads_reduced"),
     (one_query_per_group, "query_heads_reduced"),
@@ -292,7 +318,7 @@ def test_an_unknown_grouping_is_located_head_by_head():
         check_grouped_query_attention(groups_shifted_by_one)
     message = flat(info.value)
     assert "Likely mistake" not in message
-    assert "query heads 0 to 3 take their weights from key heads [1, 1, 0, 0]" in message
+    assert "query heads 0 to 3 take their weights from key/value heads [1, 1, 0, 0]" in message
     assert "they should read [0, 0, 1, 1]" in message
 
 

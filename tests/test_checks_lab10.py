@@ -159,6 +159,13 @@ def window_as_ints(size, window):
     return torch.ones(size, size, dtype=torch.long).tril().triu(-(window - 1))
 
 
+def window_in_numpy(size, window):
+    import numpy as np
+
+    ones = np.ones((size, size), dtype=bool)
+    return np.tril(ones) & np.triu(ones, -(window - 1))
+
+
 def window_additive(size, window):
     allowed = window_by_comparisons(size, window)
     return torch.zeros(size, size).masked_fill(~allowed, float("-inf"))
@@ -229,6 +236,7 @@ WRONG = [
     (check_sliding_window_mask, window_or, "combined_with_or"),
     (check_sliding_window_mask, window_as_ints, "mask_not_bool"),
     (check_sliding_window_mask, window_additive, "additive_mask"),
+    (check_sliding_window_mask, window_in_numpy, "mask_not_a_tensor"),
     (check_document_mask, documents_only, "document_not_causal"),
     (check_document_mask, documents_forgotten, "documents_ignored"),
     (check_document_mask, documents_transposed, "document_transposed"),
@@ -263,6 +271,7 @@ def test_a_stray_key_is_located():
         check_sliding_window_mask(one_key_too_many)
     message = flat(info.value)
     assert "Likely mistake" not in message
+    assert "query 6 may attend to key 0, which must be blocked" in message
     assert "1 key seen that must be blocked (before the window), the first at query 6" in message
 
 

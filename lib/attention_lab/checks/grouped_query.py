@@ -53,9 +53,13 @@ MISTAKES = register_mistakes(
             "query head h given key/value head h // Hkv: a group holds H // Hkv query heads, "
             "so head h reads key/value head h // (H // Hkv)"
         ),
-        "repeated_along_positions": (
-            "keys and values repeated along the positions (dim=2) instead of the heads: "
-            "repeat_interleave(H // Hkv, dim=1)"
+        "repeated_along_wrong_axis": (
+            "keys and values repeated along another axis than the heads (dim=0, the batch, "
+            "or dim=2, the positions): repeat_interleave(H // Hkv, dim=1)"
+        ),
+        "causal_mask_applied": (
+            "a causal mask applied: this function takes no mask, so every query attends to "
+            "every key (a decoder passes its mask to the attention separately)"
         ),
         "query_groups_averaged": (
             "the query heads of a group averaged into one: every query head keeps its own "
@@ -121,7 +125,8 @@ def _gqa_variant(
     """Grouped-query attention with one deliberate deviation. ``heads_of`` says which
     key/value head query head ``h`` reads: ``"interleave"`` (right, ``h // group``),
     ``"round_robin"`` (``h % Hkv``), ``"by_kv_heads"`` (``h // Hkv``), ``"mean"`` (the mean
-    of all key/value heads) or ``"positions"`` (keys repeated along dim 2, not expanded);
+    of all key/value heads), ``"positions"`` or ``"batch"`` (keys repeated along dim 2 or 0,
+    not expanded);
     ``queries`` is ``"own"`` or ``"group_mean"`` (each group's queries averaged, the result
     repeated back to ``H`` heads); ``attention`` are the arguments of
     :func:`~attention_lab.checks.sdpa.attention_variant`. Shapes that make no sense raise, as
@@ -134,8 +139,9 @@ def _gqa_variant(
         return output.repeat_interleave(group, dim=1), weights.repeat_interleave(group, dim=1)
     if heads_of == "mean":
         k, v = key.mean(dim=1, keepdim=True), value.mean(dim=1, keepdim=True)  # [B, 1, Tk, Dh]
-    elif heads_of == "positions":
-        k, v = key.repeat_interleave(group, dim=2), value.repeat_interleave(group, dim=2)
+    elif heads_of in ("positions", "batch"):
+        axis = 2 if heads_of == "positions" else 0
+        k, v = key.repeat_interleave(group, dim=axis), value.repeat_interleave(group, dim=axis)
     else:
         h = torch.arange(heads)
         which = {
@@ -150,7 +156,8 @@ def _gqa_variant(
 _GQA_SIGNATURES = {
     "kv_heads_repeated_round_robin": {"heads_of": "round_robin"},
     "group_index_by_kv_heads": {"heads_of": "by_kv_heads"},
-    "repeated_along_positions": {"heads_of": "positions"},
+    "repeated_along_wrong_axis/positions": {"heads_of": "positions"},
+    "repeated_along_wrong_axis/batch": {"heads_of": "batch"},
     "query_groups_averaged": {"queries": "group_mean"},
     "kv_heads_averaged": {"heads_of": "mean"},
 }
@@ -159,8 +166,12 @@ _GQA_SIGNATURES = {
 def _gqa_signatures(query, key, value) -> dict[str, Callable]:
     """Every wrong variant on these inputs: the grouping's, then Lab 1's inside the heads."""
     heads, kv_heads, _ = _groups(query, key)
-    head_dim = query.shape[-1]
+    query_len, key_len, head_dim = query.shape[-2], key.shape[-2], query.shape[-1]
+    ones = torch.ones(query_len, key_len, dtype=torch.bool)
     inside = {
+        # A decoder's mask: the queries as the last positions (a cache), or the first.
+        "causal_mask_applied/bottom_right": {"mask": ones.tril(key_len - query_len)},
+        "causal_mask_applied/top_left": {"mask": ones.tril()},
         **{k: v for k, v in ATTENTION_SIGNATURES.items() if k != "no_scaling"},
         "no_scaling": {"divisor": 1.0},
         "scaled_by_d_k": {"divisor": float(head_dim)},
@@ -222,7 +233,7 @@ def _shape_mistake(case: Case):
         if kv_heads != heads and kv_heads in (out_shape[1:2] + w_shape[1:2]):
             return "query_heads_reduced"
         if group > 1 and w_shape[-1:] == (group * key_len,):
-            return "repeated_along_positions"
+            return "repeated_along_wrong_axis"
         if query_len != key_len and tuple(w_shape) == (batch, heads, key_len, query_len):
             return "scores_transposed"
         if key_len != head_dim and tuple(out_shape) == (batch, heads, query_len, key_len):
@@ -263,7 +274,7 @@ def locate_grouping(args: tuple, got, expected) -> str:
         found = reads(weights_with, w)
         if found is not None and found != right:
             return (
-                f"query heads 0 to {heads - 1} take their weights from key heads "
+                f"query heads 0 to {heads - 1} take their weights from key/value heads "
                 f"{as_list(found)}; they should read {as_list(right)}, head h // (H // Hkv)"
             )
         wrong = ~torch.isclose(w.double(), expected_w.double(), atol=atol, rtol=rtol)
@@ -341,10 +352,10 @@ def check_grouped_query_attention(fn: Callable) -> None:
     query head reads, or which heads are wrong.
 
     Mistakes it names: ``kv_heads_repeated_round_robin``, ``kv_heads_wrong_count``,
-    ``group_index_by_kv_heads``, ``repeated_along_positions``, ``query_groups_averaged``,
+    ``group_index_by_kv_heads``, ``repeated_along_wrong_axis``, ``query_groups_averaged``,
     ``query_heads_reduced``, ``kv_heads_averaged``, ``group_axis_not_merged``,
     ``heads_merged``, ``group_not_int``, ``expand_cannot_repeat``,
-    ``scaled_by_all_heads_width``, ``scaled_by_head_count``,
+    ``scaled_by_all_heads_width``, ``scaled_by_head_count``, ``causal_mask_applied``,
     ``no_scaling``, ``scaled_by_d_k``, ``softmax_axis``, ``keys_values_swapped``,
     ``scores_transposed``, ``scaled_after_softmax``, ``pair_swapped``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`).
@@ -377,7 +388,9 @@ def check_grouped_query_attention(fn: Callable) -> None:
                 sizes = {int(s) for s in mismatch.groups() if s is not None}
                 if heads in sizes and len(sizes) == 2:
                     return "kv_heads_wrong_count"
-            return matmul_error(error)
+            # A matrix product whose inner sizes differ (not the heads': handled above).
+            inner = "Expected size" in text or "cannot be multiplied" in text
+            return matmul_error(error) if inner else None
 
         expected = grouped_query_reference(*case.args)
         result = run(_first_line_of_errors(fn), case, error_hint)

@@ -14,7 +14,6 @@ from attention_lab.checks._core import (
     call_quietly,
     check_callable,
     compare,
-    expect_tensor,
     fail,
     name_of,
     register_mistakes,
@@ -29,6 +28,10 @@ __all__ = ["check_document_mask", "check_sliding_window_mask"]
 
 MISTAKES = register_mistakes(
     {
+        "mask_not_a_tensor": (
+            "the mask is not a torch tensor (a NumPy array or a list): build it with torch "
+            "operations, or convert it with torch.as_tensor(..., dtype=torch.bool)"
+        ),
         "mask_not_bool": (
             "the mask is not a torch.bool tensor: build it from comparisons (<=, ==) "
             "combined with &, or call .bool() on a 0/1 mask"
@@ -285,13 +288,18 @@ def first_wrong_entry(got: torch.Tensor, expected: torch.Tensor) -> str:
 def _compare_mask(fn: Callable, case: Case, result: Any, expected: torch.Tensor, hooks) -> None:
     """The dtype, then :func:`~attention_lab.checks._core.compare` (shape, values, diagnosis)."""
     fn_name = name_of(fn)
-    expect_tensor(fn_name, case, result)
+    if not isinstance(result, torch.Tensor):
+        fail(
+            fn_name, case, f"it returned {type(result).__name__}, not a tensor", "mask_not_a_tensor"
+        )
     diagnosis, shape_mistake, regions = hooks
     _dtype_mistake(fn_name, case, result, expected)
 
-    def named(got: tuple[torch.Tensor, ...]) -> tuple[str, str] | None:
+    def named(got: tuple[torch.Tensor, ...]) -> None:
+        """The first wrong entry, and the mistake, or where the mask is wrong."""
         mistake = diagnosis()
-        return (first_wrong_entry(got[0], expected), mistake) if mistake else None
+        where = None if mistake else locate_mask(got[0], expected, regions)
+        fail(fn_name, case, first_wrong_entry(got[0], expected), mistake, where)
 
     compare(
         fn_name,
@@ -300,7 +308,6 @@ def _compare_mask(fn: Callable, case: Case, result: Any, expected: torch.Tensor,
         (0.0, 0.0),
         shape_mistake=lambda name, shapes: shape_mistake(shapes[0]),
         diagnose=named,
-        locate=lambda got: locate_mask(got[0], expected, regions),
     )
 
 
@@ -335,7 +342,8 @@ def check_sliding_window_mask(fn: Callable) -> None:
     Mistakes it names: ``window_one_too_wide``, ``window_one_too_narrow``,
     ``window_symmetric``, ``window_transposed``, ``mask_inverted``, ``window_ignored``,
     ``window_not_causal``, ``window_excludes_self``, ``diagonal_offset_sign``,
-    ``combined_with_or``, ``mask_not_bool``, ``additive_mask`` (see :data:`MISTAKES`).
+    ``combined_with_or``, ``mask_not_bool``, ``additive_mask``, ``mask_not_a_tensor`` (see
+    :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
