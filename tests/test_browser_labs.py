@@ -24,6 +24,9 @@ LABS = {
     "06_pooling_and_search": "my_search",
     "07_online_softmax": "my_online_attention",
     "08_kv_cache_decoding": "my_decode_step",
+    "09_grouped_query_attention": "my_grouped_query_attention",
+    "10_window_and_document_masks": "my_sliding_window_mask",
+    "11_alibi": "my_slopes",
 }
 
 

@@ -17,6 +17,9 @@ import test_checks_lab05
 import test_checks_lab06
 import test_checks_lab07
 import test_checks_lab08
+import test_checks_lab09
+import test_checks_lab10
+import test_checks_lab11
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -219,11 +222,16 @@ RIGHT = [
     (checks.check_multi_head_attention, multi_head),
     (checks.check_sinusoidal_encoding, encoding),
     (checks.check_masked_attention, masked()),
-    # Labs 5 to 8 keep their implementations and their mistakes in test_checks_labNN.py.
+    # Labs 5 to 11 keep their implementations and their mistakes in test_checks_labNN.py.
     (checks.check_encoder_layer, test_checks_lab05.RIGHT[0]),
     (checks.check_pooling_and_search, test_checks_lab06.RIGHT[0]),
     (checks.check_online_softmax, test_checks_lab07.RIGHT[0]),
     (checks.check_kv_cache_decoding, test_checks_lab08.RIGHT[0]),
+    (checks.check_grouped_query_attention, test_checks_lab09.RIGHT[0]),
+    (checks.check_sliding_window_mask, test_checks_lab10.RIGHT[0][1]),
+    (checks.check_document_mask, test_checks_lab10.RIGHT[-1][1]),
+    (checks.check_alibi_slopes, test_checks_lab11.slopes_loop),
+    (checks.check_alibi_bias, test_checks_lab11.bias_right),
 ]
 CHECK_IDS = [check.__name__ for check, _ in RIGHT]
 
@@ -481,6 +489,10 @@ LAB_CHECKS = {
     "06_pooling_and_search": "check_pooling_and_search",
     "07_online_softmax": "check_online_softmax",
     "08_kv_cache_decoding": "check_kv_cache_decoding",
+    "09_grouped_query_attention": "check_grouped_query_attention",
+    # Two functions: the checks in the order the stub defines them.
+    "10_window_and_document_masks": ("check_sliding_window_mask", "check_document_mask"),
+    "11_alibi": ("check_alibi_slopes", "check_alibi_bias"),
 }
 
 
@@ -518,24 +530,36 @@ def run_lab_cells(*sources: str) -> dict:
     return namespace
 
 
-def learner_function(namespace: dict, stub_source: str):
-    name = stub_source.split("def ", 1)[1].split("(", 1)[0]
-    return namespace[name]
+def learner_functions(namespace: dict, stub_source: str) -> list:
+    """The functions the stub defines, in order."""
+    names = [part.split("(", 1)[0] for part in stub_source.split("def ")[1:]]
+    return [namespace[name] for name in names]
+
+
+def lab_checks(lab: str) -> list:
+    """The checks of a lab, in the order of the functions its stub defines."""
+    names = LAB_CHECKS[lab]
+    return [getattr(checks, name) for name in ((names,) if isinstance(names, str) else names)]
 
 
 @pytest.mark.parametrize("lab", sorted(LAB_CHECKS))
 def test_the_labs_solution_passes_its_check(lab, capsys):
     setup, stub_code, solution = lab_code(lab)
     namespace = run_lab_cells(setup, stub_code, solution)
-    capsys.readouterr()
-    getattr(checks, LAB_CHECKS[lab])(learner_function(namespace, stub_code))
-    assert "matches the library on all" in capsys.readouterr().out
+    functions = learner_functions(namespace, stub_code)
+    assert len(functions) == len(lab_checks(lab))
+    for check, fn in zip(lab_checks(lab), functions, strict=True):
+        capsys.readouterr()
+        check(fn)
+        assert "matches the library on all" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("lab", sorted(LAB_CHECKS))
 def test_the_labs_stub_fails_its_check_with_a_helpful_message(lab):
     setup, stub_code, _ = lab_code(lab)
     namespace = run_lab_cells(setup, stub_code)
-    with pytest.raises(AssertionError) as info:
-        getattr(checks, LAB_CHECKS[lab])(learner_function(namespace, stub_code))
-    assert "still the stub" in flat(info.value)
+    functions = learner_functions(namespace, stub_code)
+    for check, fn in zip(lab_checks(lab), functions, strict=True):
+        with pytest.raises(AssertionError) as info:
+            check(fn)
+        assert "still the stub" in flat(info.value)

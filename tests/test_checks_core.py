@@ -11,7 +11,9 @@ import torch
 from attention_lab import checks
 from attention_lab.checks import (
     _core,
+    alibi,
     encoder,
+    grouped_query,
     kv_cache,
     masks,
     multi_head,
@@ -19,9 +21,22 @@ from attention_lab.checks import (
     positional,
     sdpa,
     search,
+    window_masks,
 )
 
-LABS = [sdpa, multi_head, positional, masks, encoder, search, online_softmax, kv_cache]
+LABS = [
+    sdpa,
+    multi_head,
+    positional,
+    masks,
+    encoder,
+    search,
+    online_softmax,
+    kv_cache,
+    grouped_query,
+    window_masks,
+    alibi,
+]
 CASE = _core.Case("a case", ())
 
 

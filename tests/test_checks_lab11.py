@@ -164,3 +164,10 @@ def test_every_mistake_is_tested_and_messages_are_short():
             check(fn)
         lines = str(error.value).splitlines()
         assert len(lines) <= 8 and max(map(len, lines)) <= 76
+
+
+# For tests/test_checks.py, which runs every lab's wrong implementations through its own
+# message tests: (check, wrong implementation, mistake key).
+WRONG = [(check_alibi_slopes, fn, key) for key, fn in sorted(WRONG_SLOPES.items())] + [
+    (check_alibi_bias, fn, key) for key, fn in sorted(WRONG_BIAS.items())
+]

@@ -18,9 +18,9 @@ gradient: they run the learner's function under ``torch.no_grad()``.
 One module per lab holds its check, its cases, its wrong variants and the explanations of its
 mistakes: ``sdpa`` (Lab 1, and the attention variants the next labs reuse), ``multi_head``
 (2), ``positional`` (3), ``masks`` (4), ``encoder`` (5), ``search`` (6), ``online_softmax``
-(7), ``kv_cache`` (8) and ``alibi`` (11). ``_core`` holds what they share: the case record,
-running the learner's function, the one comparison routine (shape, dtype, NaN or inf, values,
-diagnosis) and the failure message.
+(7), ``kv_cache`` (8), ``grouped_query`` (9), ``window_masks`` (10) and ``alibi`` (11).
+``_core`` holds what they share: the case record, running the learner's function, the one
+comparison routine (shape, dtype, NaN or inf, values, diagnosis) and the failure message.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 from attention_lab.checks import _core
 from attention_lab.checks.alibi import check_alibi_bias, check_alibi_slopes
 from attention_lab.checks.encoder import check_encoder_layer
+from attention_lab.checks.grouped_query import check_grouped_query_attention
 from attention_lab.checks.kv_cache import check_kv_cache_decoding
 from attention_lab.checks.masks import check_masked_attention
 from attention_lab.checks.multi_head import check_multi_head_attention
@@ -35,12 +36,15 @@ from attention_lab.checks.online_softmax import check_online_softmax
 from attention_lab.checks.positional import check_sinusoidal_encoding
 from attention_lab.checks.sdpa import check_scaled_dot_product_attention
 from attention_lab.checks.search import check_pooling_and_search
+from attention_lab.checks.window_masks import check_document_mask, check_sliding_window_mask
 
 __all__ = [
     "MISTAKES",
     "check_alibi_bias",
     "check_alibi_slopes",
+    "check_document_mask",
     "check_encoder_layer",
+    "check_grouped_query_attention",
     "check_kv_cache_decoding",
     "check_masked_attention",
     "check_multi_head_attention",
@@ -48,6 +52,7 @@ __all__ = [
     "check_pooling_and_search",
     "check_scaled_dot_product_attention",
     "check_sinusoidal_encoding",
+    "check_sliding_window_mask",
 ]
 
 #: Every mistake a check can recognise, by key, with the explanation it prints (each lab

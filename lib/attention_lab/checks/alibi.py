@@ -148,6 +148,12 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor]) -> None:
     the result with each classic wrong version of the slopes and names the one it matches, or
     says which heads are wrong.
 
+    Mistakes it names: ``alibi_naive_non_power_of_two``, ``alibi_extra_wrong_terms``,
+    ``alibi_extra_first``, ``alibi_first_2p_terms``, ``alibi_slopes_from_zero``,
+    ``alibi_slopes_without_8``, ``alibi_slopes_reversed``, ``alibi_slopes_sorted``,
+    ``alibi_slopes_positive_exponent``, ``alibi_slopes_natural_base`` (see
+    :data:`MISTAKES`).
+
     Args:
         fn: The learner's function.
 
@@ -221,6 +227,10 @@ def check_alibi_bias(fn: Callable[[int, int, int], torch.Tensor]) -> None:
     of ``kv_len``), the keys up to and including its own position. A bias that differs from the
     library's by a constant in each row passes, since the softmax ignores such a constant
     (BLOOM's and MPT's biases do); the check then says so.
+
+    Mistakes it names: ``alibi_bias_sign``, ``alibi_bias_wrong_slopes``,
+    ``alibi_bias_slopes_wrong_axis``, ``alibi_bias_not_linear`` (see
+    :data:`MISTAKES`); otherwise it says which query rows are wrong.
 
     Args:
         fn: The learner's function.
