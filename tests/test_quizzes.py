@@ -342,6 +342,22 @@ def _positions_without_cache() -> float:
     return sum(seen)
 
 
+def _window_receptive_field() -> float:
+    # Which inputs reach the last position after 4 layers with a window of 8 keys: the
+    # positions reachable through 4 hops of the window mask (a boolean matrix power).
+    window = masks.sliding_window_mask(64, 8).long()  # [T, T]
+    reach = torch.linalg.matrix_power(window, 4)  # [T, T]: paths of 4 hops
+    return float((reach[-1] > 0).sum())
+
+
+def _windowed_cache_mebibytes() -> float:
+    from attention_lab.efficient import KVCache, peak_memory
+
+    # A windowed layer holds its last 4,096 positions, whatever the context.
+    one_layer = peak_memory(KVCache, 1, 8, 128, 4096, dtype=torch.float16)
+    return one_layer * 32 / 2**20
+
+
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
 def _uniform_alignment_share() -> float:
     # One sentence of every length 4..8 (equally likely), a head uniform over the real words.
@@ -404,6 +420,8 @@ RECOMPUTE = {
         _gqa_cache_bytes_per_token
     ),
     ("15_kv_cache_in_a_loop", "How many positions does it run"): _positions_without_cache,
+    ("17_masks_as_functions", "How many input positions"): _window_receptive_field,
+    ("17_masks_as_functions", "How many MiB does its cache"): _windowed_cache_mebibytes,
     ("14_cross_attention_alignment", "spreads its cross-attention evenly"): (
         _uniform_alignment_share
     ),
