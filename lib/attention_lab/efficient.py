@@ -468,7 +468,8 @@ class CacheShape:
 
     @property
     def numbers_per_token(self) -> int:
-        """Numbers cached per position, all layers: ``L * 2 * Hkv * Dh``, or ``L * (R + Dr)``."""
+        """The numbers cached per position over all layers, ``L * 2 * Hkv * Dh`` or
+        ``L * (R + Dr)``."""
         if self.kv_lora_rank is not None:
             return self.num_layers * (self.kv_lora_rank + self.rope_dim)
         kv_heads = self.num_heads if self.num_kv_heads is None else self.num_kv_heads
