@@ -223,6 +223,78 @@ def test_generate_leaves_the_mode_and_zero_new_tokens_returns_the_prompt():
     assert model.training
 
 
+# --- Shared key/value heads (grouped-query and multi-query attention) -----------------------
+
+
+def test_num_kv_heads_none_and_num_heads_build_the_same_model():
+    torch.manual_seed(0)
+    default = DecoderLM(CONFIG)
+    torch.manual_seed(0)
+    explicit = DecoderLM(dataclass_replace(CONFIG, num_kv_heads=CONFIG.num_heads))
+    assert CONFIG.num_kv_heads is None
+    torch.testing.assert_close(default.state_dict(), explicit.state_dict(), rtol=0, atol=0)
+
+
+def grouped_as_multi_head(model):
+    """A multi-head twin of a grouped-query ``model``: each key/value head's projection rows
+    copied to every query head of its group (query head h reads key/value head h // group)."""
+    config = model.config
+    twin = make_model(dataclass_replace(config, num_kv_heads=None))
+    twin.load_state_dict(
+        {
+            name: tensor
+            for name, tensor in model.state_dict().items()
+            if ".k_proj." not in name and ".v_proj." not in name
+        },
+        strict=False,
+    )
+    group = config.num_heads // config.num_kv_heads
+    head_dim = config.d_model // config.num_heads
+    with torch.no_grad():
+        for mine, theirs in zip(twin.layers, model.layers, strict=True):
+            for name in ("k_proj", "v_proj"):
+                source, target = getattr(theirs.self_attn, name), getattr(mine.self_attn, name)
+                weight = source.weight.view(config.num_kv_heads, head_dim, config.d_model)
+                target.weight.copy_(weight.repeat_interleave(group, dim=0).flatten(0, 1))
+                bias = source.bias.view(config.num_kv_heads, head_dim)
+                target.bias.copy_(bias.repeat_interleave(group, dim=0).flatten())
+    return twin
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_grouped_model_is_the_multi_head_model_with_shared_key_value_heads(num_kv_heads):
+    model = make_model(dataclass_replace(CONFIG, num_kv_heads=num_kv_heads), seed=3)
+    twin = grouped_as_multi_head(model)
+    token_ids = random_ids(3, CONFIG.max_len, seed=6)
+    with torch.no_grad():
+        logits, attentions = model(token_ids)
+        expected, expected_attentions = twin(token_ids)
+    for layer in model.layers:
+        assert layer.self_attn.k_proj.out_features == num_kv_heads * 4  # Hkv * Dh
+    torch.testing.assert_close(logits, expected)
+    for mine, theirs in zip(attentions, expected_attentions, strict=True):
+        torch.testing.assert_close(mine, theirs)
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_grouped_caches_hold_num_kv_heads_and_decode_the_full_logits(num_kv_heads):
+    model = make_model(dataclass_replace(CONFIG, num_kv_heads=num_kv_heads), seed=4)
+    token_ids = random_ids(2, CONFIG.max_len, seed=7)
+    caches = model.new_caches(2)
+    assert [c.keys.shape for c in caches] == [(2, num_kv_heads, CONFIG.max_len, 4)] * 2
+    with torch.no_grad():
+        full, _ = model(token_ids)
+        pieces = [model.decode(token_ids[:, :3], caches)[0]]
+        pieces += [model.decode(token_ids[:, t : t + 1], caches)[0] for t in range(3, 12)]
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full)
+    prompts = random_ids(2, 2, seed=8)
+    for greedy in (True, False):
+        cached = generate(model, prompts, 8, greedy=greedy, seed=1)
+        assert torch.equal(
+            cached, generate(model, prompts, 8, greedy=greedy, seed=1, use_cache=False)
+        )
+
+
 # --- Training with the library's loop -------------------------------------------------------
 
 
@@ -341,6 +413,9 @@ def test_next_token_data_shifts_by_one():
         ({"dropout": 1.0}, ValueError, "dropout"),
         ({"causal": 1}, TypeError, "causal"),
         ({"activation": "tanh"}, ValueError, "activation"),
+        ({"num_kv_heads": 3}, ValueError, "num_kv_heads=3"),
+        ({"num_kv_heads": 0}, ValueError, "num_kv_heads"),
+        ({"num_kv_heads": 2.0}, TypeError, "num_kv_heads"),
     ],
 )
 def test_config_errors(changes, error, message):

@@ -358,6 +358,29 @@ def _windowed_cache_mebibytes() -> float:
     return one_layer * 32 / 2**20
 
 
+def _qwen3_cache_bytes_per_token() -> float:
+    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES, KVCache, peak_memory
+
+    shape = PUBLISHED_CACHE_SHAPES["Qwen3 8B"]
+    one_layer = peak_memory(KVCache, 1, 8, 128, 16, dtype=torch.bfloat16)  # 16 tokens
+    assert shape.cache_bytes(1) == one_layer * 36 / 16
+    return shape.cache_bytes(1)
+
+
+def _kv_head_of_query_head_13() -> float:
+    from attention_lab.attention import MultiHeadAttention
+
+    attention = MultiHeadAttention(64, 32, num_kv_heads=8, head_dim=2).eval()
+    with torch.no_grad():  # merged heads out unchanged: out_proj is the identity
+        attention.out_proj.weight.copy_(torch.eye(64))
+        attention.out_proj.bias.zero_()
+        q = torch.zeros(1, 32, 1, 2)  # [B, H, Tq, Dh]
+        k = torch.zeros(1, 8, 1, 2)  # [B, Hkv, Tk, Dh]
+        v = torch.arange(8.0)[None, :, None, None].expand(1, 8, 1, 2)  # value = its head's index
+        out, _ = attention.attend(q, k, v)  # [B, Tq, H * Dh]
+    return out.view(32, 2)[13, 0].item()  # what query head 13 read
+
+
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
 def _uniform_alignment_share() -> float:
     # One sentence of every length 4..8 (equally likely), a head uniform over the real words.
@@ -422,6 +445,12 @@ RECOMPUTE = {
     ("15_kv_cache_in_a_loop", "How many positions does it run"): _positions_without_cache,
     ("17_masks_as_functions", "How many input positions"): _window_receptive_field,
     ("17_masks_as_functions", "How many MiB does its cache"): _windowed_cache_mebibytes,
+    ("16_sharing_keys_and_values", "How many bytes does one token add"): (
+        _qwen3_cache_bytes_per_token
+    ),
+    ("16_sharing_keys_and_values", "Which key/value head does query head 13"): (
+        _kv_head_of_query_head_13
+    ),
     ("14_cross_attention_alignment", "spreads its cross-attention evenly"): (
         _uniform_alignment_share
     ),

@@ -66,11 +66,15 @@ class DecoderConfig(ModelConfig):
         causal: ``True`` (a language model): position ``t`` attends to positions ``<= t``.
             ``False`` removes the causal mask, to show what it is for: every position then
             also sees the tokens after it.
+        num_kv_heads: Key/value heads ``Hkv`` per layer, a positive int dividing
+            ``num_heads``: each is shared by ``num_heads // num_kv_heads`` query heads
+            (grouped-query attention; 1 is multi-query attention), and the key/value caches
+            hold ``Hkv`` heads. ``None`` means ``num_heads`` (multi-head attention).
 
     Raises:
         TypeError: If a field has the wrong type.
         ValueError: If a field is out of range, e.g. ``d_model`` not divisible by
-            ``num_heads``.
+            ``num_heads``, or ``num_heads`` not by ``num_kv_heads``.
 
     Example:
         >>> DecoderConfig(vocab_size=5, max_len=16, d_model=32, num_heads=2).d_ff
@@ -86,6 +90,7 @@ class DecoderConfig(ModelConfig):
     dropout: float = 0.0
     activation: str = "gelu"
     causal: bool = True
+    num_kv_heads: int | None = None
 
     def __post_init__(self) -> None:
         if self.d_ff is None:
@@ -93,6 +98,13 @@ class DecoderConfig(ModelConfig):
             # A frozen dataclass: fill in the default the way dataclasses document it.
             object.__setattr__(self, "d_ff", 4 * self.d_model)
         super().__post_init__()
+        if self.num_kv_heads is not None:
+            check_int(self.num_kv_heads, "num_kv_heads")
+            if self.num_heads % self.num_kv_heads:
+                raise ValueError(
+                    f"num_heads={self.num_heads} is not divisible by "
+                    f"num_kv_heads={self.num_kv_heads}"
+                )
 
 
 def _run_layer_cached(
@@ -154,6 +166,7 @@ class DecoderLM(nn.Module):
                 dropout=config.dropout,
                 activation=config.activation,
                 norm_first=True,
+                num_kv_heads=config.num_kv_heads,
             )
             for _ in range(config.num_layers)
         )
@@ -206,7 +219,8 @@ class DecoderLM(nn.Module):
 
     def new_caches(self, batch_size: int) -> list[KVCache]:
         """One empty :class:`~attention_lab.efficient.KVCache` per layer, for ``max_len``
-        positions of ``batch_size`` sequences, in the model's dtype and device.
+        positions of ``batch_size`` sequences, in the model's dtype and device; each holds the
+        layer's ``num_kv_heads`` key/value heads.
 
         Raises:
             TypeError: If ``batch_size`` is not an int.
@@ -216,13 +230,13 @@ class DecoderLM(nn.Module):
         return [
             KVCache(
                 batch_size,
-                self.config.num_heads,
-                self.config.d_model // self.config.num_heads,
+                layer.self_attn.num_kv_heads,
+                layer.self_attn.head_dim,
                 self.config.max_len,
                 dtype=weight.dtype,
                 device=weight.device,
             )
-            for _ in self.layers
+            for layer in self.layers
         ]
 
     def decode(

@@ -254,6 +254,9 @@ class EncoderLayer(nn.Module):
         activation: ``"relu"`` or ``"gelu"``.
         norm_first: ``False`` for post-norm, ``True`` for pre-norm.
         layer_norm_eps: The ``eps`` of both LayerNorms, a positive float (BERT uses ``1e-12``).
+        num_kv_heads: Key/value heads ``Hkv`` of the self-attention, a positive int dividing
+            ``num_heads`` (grouped-query attention; 1 is multi-query); ``None`` means
+            ``num_heads``.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -276,11 +279,14 @@ class EncoderLayer(nn.Module):
         activation: str = "relu",
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
+        num_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         check_bool(norm_first, "norm_first")
         check_real_above(layer_norm_eps, "layer_norm_eps", 0.0)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.self_attn = MultiHeadAttention(
+            d_model, num_heads, num_kv_heads=num_kv_heads, dropout=dropout
+        )
         self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
