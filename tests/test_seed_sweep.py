@@ -27,6 +27,7 @@ TRAINED = {
     "12_decoder_that_writes",
     "13_induction_heads",
     "14_cross_attention_alignment",
+    "16_sharing_keys_and_values",
     "17_masks_as_functions",
 }
 
