@@ -187,7 +187,7 @@ def test_every_explorer_has_a_caption_and_a_text_alternative(html_dir):
             assert f'id="{div_id}"' in figure.group(0)
             assert texts[div_id]["operate"].split()[0] in figure.group(0)
         # The instruments (attention_book.instruments) write their own captioned figure.
-        instruments = r'<figure class="explorer instrument" id="instrument-([a-z-]+)"'
+        instruments = r'<figure class="explorer instrument" id="instrument-([a-z0-9_-]+)"'
         for name in re.findall(instruments, text):
             figure_id = f"instrument-{name}"
             found.add(figure_id)

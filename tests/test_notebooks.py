@@ -226,7 +226,7 @@ def test_explorers_have_their_caption_and_text_description():
             assert f"**Interactive explorer.** {texts[div_id]['caption']}" in markdown, div_id
             assert texts[div_id]["operate"] in markdown, div_id
         # An instrument computes in the book's page; the notebook points to the kernel instead.
-        for name in re.findall(r"^```\{instrument\} ([a-z-]+)", source.read_text(), re.M):
+        for name in re.findall(r"^```\{instrument\} ([a-z0-9_-]+)", source.read_text(), re.M):
             found += 1
             entry = texts[f"instrument-{name}"]
             assert f"**Interactive instrument.** {entry['caption']}" in markdown, name

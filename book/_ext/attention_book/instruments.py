@@ -12,7 +12,9 @@ the instrument's name (e.g. ``scaling``). It writes
 
 and links the browser code, ``book/_static/instruments/`` (``instruments.css``, ``core.js`` and
 ``<name>.js``) and the buttons' ``book/_static/controls/button.css``, from the pages that hold an
-instrument, and no other. The code is plain
+instrument, and no other. Where an instrument shows the library's own data (the cache
+instrument's published model shapes), ``LIBRARY_DATA`` adds it to ``data-config`` from
+``attention_lab`` when the page is built, so the browser code holds no copy. The code is plain
 JavaScript computing in float64 on typed arrays; nothing is fetched. Its random inputs come from
 a seeded generator described in ``core.js``, which ``tests/test_browser_instruments.py``
 reproduces in Python to compare the page's numbers with ``attention_lab``'s.
@@ -23,7 +25,9 @@ the chapter's *Try it yourself* cell (``attention_book.notebook_converter``).
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import importlib
 import json
 import re
 from pathlib import Path
@@ -54,8 +58,46 @@ DEFAULTS = {
     "positional": {"dModel": 64, "maxLen": 100, "logBase": 4, "position": 10, "pair": 7},
     # ch03: d_model D, H heads (a divisor of D), T tokens, the generator's seed.
     "heads": {"seed": 0, "dModel": 24, "heads": 3, "length": 6},
+    # ch17: T positions; the order (causal, prefix-LM with its prefix P, none); a padding mask
+    # (pads on one side), a sliding window of W, documents of the given lengths, each on or off.
+    "mask_composer": {
+        "seed": 0,
+        "length": 9,
+        "order": "causal",
+        "prefix": 3,
+        "padding": False,
+        "pads": 2,
+        "side": "right",
+        "window": False,
+        "windowSize": 3,
+        "documents": True,
+        "lengths": "3,2,4",
+    },
+    # ch16: context 2**logContext positions, batch 2**logBatch, bytes per number; the models'
+    # shapes are added from the library when the page is built (LIBRARY_DATA).
+    "cache_memory": {"logContext": 13, "logBatch": 0, "bytesPerNumber": 2},
 }
-_BODY = re.compile(r'data-instrument="([a-z][a-z0-9-]*)"')
+_BODY = re.compile(r'data-instrument="([a-z][a-z0-9_-]*)"')
+
+
+def published_cache_shapes() -> list[dict]:
+    """``attention_lab.efficient.PUBLISHED_CACHE_SHAPES`` as the cache instrument reads them.
+
+    One dict per model, in the library's order: ``name``, ``kind`` and the fields of
+    :class:`~attention_lab.efficient.CacheShape` (``num_layers``, ``num_heads``, ...; ``None``
+    where unset). The page computes its sizes from these, so the library is their one source.
+    """
+    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES  # imports torch: only when used
+
+    return [
+        {"name": name, "kind": shape.kind, **dataclasses.asdict(shape)}
+        for name, shape in PUBLISHED_CACHE_SHAPES.items()
+    ]
+
+
+# Settings taken from attention_lab when the page is built: the instrument's data-config gets
+# each key with the function's result, and the page depends on the library module named.
+LIBRARY_DATA = {"cache_memory": ("attention_lab.efficient", {"models": published_cache_shapes})}
 
 
 def figure(name: str, entry: dict, config: dict) -> InteractiveFigure:
@@ -85,7 +127,12 @@ class Instrument(SphinxDirective):
         self.env.note_dependency(str(Path(self.env.app.confdir) / EXPLORERS))
         self.env.note_dependency(__file__)
         entry = explorer_entry(self.env.app, f"instrument-{name}", self.env.docname, "instrument")
-        return [figure(name, entry, DEFAULTS[name])]
+        config = dict(DEFAULTS[name])
+        if name in LIBRARY_DATA:
+            module, data = LIBRARY_DATA[name]
+            self.env.note_dependency(importlib.import_module(module).__file__)
+            config.update({key: function() for key, function in data.items()})
+        return [figure(name, entry, config)]
 
 
 def _link_code(app: Sphinx, pagename, templatename, context, doctree) -> None:
