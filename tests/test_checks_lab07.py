@@ -47,10 +47,21 @@ def online_attention(
     exp_with="new_max",
     carry_max=True,
     rescale_after=False,
+    loop_stop="end",
+    slice_end="block",
+    factor_on="sums",
+    normalise_blocks=False,
 ):
     d_k = query.shape[-1]
-    divisor = {True: math.sqrt(d_k), False: 1.0, "d_k": d_k, "times": 1 / math.sqrt(d_k)}
-    q = query / divisor[scale]
+    divisor = {
+        True: math.sqrt(d_k),
+        False: 1.0,
+        "d_k": d_k,
+        "times": 1 / math.sqrt(d_k),
+        "d_v": math.sqrt(value.shape[-1]),
+        "keys": math.sqrt(key.shape[-2]),
+    }
+    q = query / divisor.get(scale, 1.0)
     if full_scores:
         every_score = q @ key.transpose(-2, -1)
     row_max = torch.full((*q.shape[:-1], 1), start, dtype=q.dtype)
@@ -58,20 +69,32 @@ def online_attention(
     acc = torch.zeros(*q.shape[:-1], value.shape[-1], dtype=q.dtype)
     key_len = key.shape[-2]
     stop = key_len // block_size * block_size if drop_last else key_len
+    if loop_stop == "one_block_early":
+        stop = key_len - block_size
     for begin in range(0, stop, block_size):
-        end = begin + block_size
+        end = begin + block_size - (1 if slice_end == "minus_one" else 0)
         if full_scores:
             scores = every_score[..., begin:end]
         else:
             scores = q @ key[..., begin:end, :].transpose(-2, -1)
+        if scale == "block":
+            scores = scores / math.sqrt(scores.shape[-1])
         if maximum == "none":
             new_max = torch.zeros_like(row_max)
         elif maximum == "block":
             new_max = scores.amax(dim=-1, keepdim=True)
         else:
             new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
+        block_max = scores.amax(dim=-1, keepdim=True)
         rescale = torch.exp(new_max - row_max) if invert else torch.exp(row_max - new_max)
-        p = torch.exp(scores - (row_max if exp_with == "old_max" else new_max))
+        if factor_on == "block_max":
+            rescale = torch.exp(row_max - block_max)
+        exp_from = {"old_max": row_max, "block_max": block_max}.get(exp_with, new_max)
+        p = torch.exp(scores - exp_from)
+        if factor_on == "new_block":
+            p, rescale = p * rescale, 1.0
+        if normalise_blocks:
+            p = p / p.sum(dim=-1, keepdim=True)
         if rescale_after:
             row_sum = (row_sum + p.sum(dim=-1, keepdim=True)) * rescale
             acc = (acc + p @ value[..., begin:end, :]) * rescale
@@ -149,6 +172,16 @@ WRONG = [
     (check, with_(online_attention, rescale_after=True), "rescaled_after_adding"),
     (check, with_(online_attention, scale="d_k"), "scaled_by_d_k"),
     (check, with_(online_attention, scale="times"), "scale_multiplied"),
+    (check, with_(online_attention, scale="d_v"), "scaled_by_value_width"),
+    (check, with_(online_attention, scale="keys"), "scaled_by_sequence_length"),
+    (check, with_(online_attention, scale="block"), "scaled_by_sequence_length"),
+    (check, with_(online_attention, loop_stop="one_block_early"), "blocks_stop_early"),
+    (check, with_(online_attention, slice_end="minus_one"), "block_slice_short"),
+    (check, with_(online_attention, factor_on="new_block"), "new_block_rescaled"),
+    (check, with_(online_attention, factor_on="block_max"), "rescale_with_block_max"),
+    (check, with_(online_attention, exp_with="block_max"), "exp_with_block_max"),
+    (check, with_(online_attention, normalise_blocks=True), "block_normalised"),
+    (check, with_(online_attention, normalise_blocks=True, divide=False), "block_normalised"),
 ]
 
 
