@@ -147,7 +147,23 @@ def masked_weights_transposed(query, key, value, mask):
     return weights.transpose(-2, -1) @ value, weights
 
 
+def output_then_zeroed_weights(query, key, value, mask):
+    scores = query @ key.mT / math.sqrt(query.shape[-1])
+    weights = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).softmax(dim=-1)
+    output = weights @ value
+    return output, weights.masked_fill(~mask, 0.0)
+
+
+def zeroed_with_the_mask_itself(query, key, value, mask):
+    scores = query @ key.mT / math.sqrt(query.shape[-1])
+    weights = torch.softmax(scores.masked_fill(mask == 0, -1e4), dim=-1)
+    weights = weights.masked_fill(mask, 0.0)
+    return weights @ value, weights
+
+
 WRONG = [
+    (output_then_zeroed_weights, "output_before_zeroing"),
+    (zeroed_with_the_mask_itself, "zeroed_where_allowed"),
     (masked_by_key_length, "scaled_by_sequence_length"),
     (masked_returns_scores, "returned_scores"),
     (masked_weights_transposed, "output_uses_transposed_weights"),
