@@ -15,6 +15,7 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 from attention_lab import checks
 from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.checks import MISTAKES
+from attention_lab.masks import causal_mask
 from attention_lab.positional import sinusoidal_encoding
 
 check = checks.check_kv_cache_decoding
@@ -135,6 +136,7 @@ def step(
         "after_append": t + 1,
         "head_width": keys.shape[-1],
         "heads": keys.shape[1],
+        "len_cache": len(cache),
     }.get(position, position)
     if position == "minus_one":
         pe = sinusoidal_encoding(t + 1, d_model)[t - 1]
@@ -156,6 +158,8 @@ def step(
             inputs[name] = token
 
     def project(layer, y):
+        if layer is None:  # the projection forgotten
+            return y
         if linear == "untransposed":
             return y @ layer.weight + layer.bias
         if linear == "no_bias":
@@ -163,7 +167,7 @@ def step(
         return layer(y)
 
     q, k, v = (
-        project(getattr(attention, layer), inputs[name])
+        project(getattr(attention, layer) if layer else None, inputs[name])
         for name, layer in zip("qkv", layers, strict=True)
     )
     if positions_into == "after_projection":
@@ -190,6 +194,8 @@ def step(
     seen_keys, seen_values = (old_keys, old_values) if append_after else (keys, values)
     if scores_from == "values":
         seen_keys, seen_values = seen_values, seen_keys
+    if scores_from == "itself":
+        seen_keys, seen_values = k, v
     if mask_row == "first":
         length = seen_keys.shape[2]
         allowed = torch.tril(torch.ones(length, length, dtype=torch.bool))[:1]  # [1, t + 1]
@@ -210,7 +216,9 @@ def step(
         return out, (keys, values)
     out = out.permute(*merge_order).reshape(batch, -1, d_model)
     if out_proj:
-        out = project(attention.out_proj, out)
+        out = project(
+            getattr(attention, out_proj if isinstance(out_proj, str) else "out_proj"), out
+        )
     if residual == "token":
         out = out + token
     elif residual == "positioned":
@@ -257,6 +265,51 @@ def step_with_a_flat_cache(attention, token, cache):
         empty = torch.zeros(token.shape[0], 0, token.shape[2], dtype=token.dtype)
         cache = (empty, empty)
     return step(attention, token, cache, store="flat")
+
+
+def step_with_a_causal_mask(attention, token, cache):
+    """Passes a causal mask over the cache's length to the library's attention."""
+    batch, _, d_model = token.shape
+    keys, values = cache
+    t = keys.shape[2]
+    x = token + sinusoidal_encoding(t + 1, d_model)[t]
+    split = (batch, 1, attention.num_heads, attention.head_dim)
+    q, k, v = (
+        layer(x).view(split).transpose(1, 2)
+        for layer in (attention.q_proj, attention.k_proj, attention.v_proj)
+    )
+    keys, values = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
+    out, _ = scaled_dot_product_attention(q, keys, values, causal_mask(t + 1))
+    return attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)), (keys, values)
+
+
+def step_with_is_causal(attention, token, cache):
+    """PyTorch's fused attention told is_causal=True: one query then sees the first key only."""
+    batch, _, d_model = token.shape
+    keys, values = cache
+    t = keys.shape[2]
+    x = token + sinusoidal_encoding(t + 1, d_model)[t]
+    split = (batch, 1, attention.num_heads, attention.head_dim)
+    q, k, v = (
+        layer(x).view(split).transpose(1, 2)
+        for layer in (attention.q_proj, attention.k_proj, attention.v_proj)
+    )
+    keys, values = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
+    out = F.scaled_dot_product_attention(q, keys, values, is_causal=True)
+    return attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)), (keys, values)
+
+
+def step_calling_the_module_on_the_token(attention, token, cache):
+    """The output from the module's own forward on the token; the cache kept by hand."""
+    batch, _, d_model = token.shape
+    keys, values = cache
+    t = keys.shape[2]
+    x = token + sinusoidal_encoding(t + 1, d_model)[t]
+    output, _ = attention(x)
+    split = (batch, 1, attention.num_heads, attention.head_dim)
+    k = attention.k_proj(x).view(split).transpose(1, 2)
+    v = attention.v_proj(x).view(split).transpose(1, 2)
+    return output, (torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2))
 
 
 def step_returning_the_output_only(attention, token, cache):
@@ -318,6 +371,14 @@ WRONG = [
     (check, named(residual="token"), "residual_added"),
     (check, named(residual="positioned"), "residual_added"),
     (check, named(squeeze=True), "output_squeezed"),
+    (check, named(position="len_cache"), "position_from_wrong_axis"),
+    (check, named(layers=("q_proj", "k_proj", None)), "projection_missing"),
+    (check, named(layers=(None, "k_proj", "v_proj")), "projection_missing"),
+    (check, named(out_proj="v_proj"), "out_proj_wrong_layer"),
+    (check, named(scores_from="itself"), "attends_to_itself_only"),
+    (check, step_calling_the_module_on_the_token, "attends_to_itself_only"),
+    (check, step_with_a_causal_mask, "mask_not_needed"),
+    (check, step_with_is_causal, "attends_to_first_only"),
     (check, step_returning_the_output_only, "step_not_a_pair"),
     (check, step_returning_a_flat_triple, "step_not_a_pair"),
 ]

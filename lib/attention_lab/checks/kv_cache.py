@@ -106,7 +106,8 @@ MISTAKES = register_mistakes(
         ),
         "position_from_wrong_axis": (
             "every token gets the same position: t is the number of cached positions, "
-            "keys.shape[2] of keys [B, H, t, Dh], not the batch, the heads or the head width"
+            "keys.shape[2] of keys [B, H, t, Dh], not len(cache), the batch, the heads or the "
+            "head width"
         ),
         "positions_in_some_projections": (
             "the position reaches some of the projections but not all: add the encoding to "
@@ -147,8 +148,8 @@ MISTAKES = register_mistakes(
         ),
         "attends_to_first_only": (
             "the new token attends only to the first cached position: its query may see every "
-            "key in the cache, no mask needed (the first row of a causal mask blocks all "
-            "keys but the first)"
+            "key in the cache, no mask needed (is_causal=True, or the first row of a causal "
+            "mask, lets one query see key 0 only)"
         ),
         "residual_added": (
             "the token's embedding is added to the output: the step returns the attention's "
@@ -169,6 +170,22 @@ MISTAKES = register_mistakes(
         "output_squeezed": (
             "the output lost its position axis: return [B, 1, D], one position for the new "
             "token (no squeeze, or out.view(B, 1, D))"
+        ),
+        "mask_not_needed": (
+            "a causal mask for t + 1 queries: the step has one query, the newest token, which "
+            "may see every key in the cache, so it needs no mask"
+        ),
+        "attends_to_itself_only": (
+            "the new token attends only to itself: its query must see every key in the cache, "
+            "the earlier tokens' and its own (attention(x) on the token alone sees only it)"
+        ),
+        "projection_missing": (
+            "a projection is missing: the query, key and value are q_proj(x), k_proj(x) and "
+            "v_proj(x), each with its own layer"
+        ),
+        "out_proj_wrong_layer": (
+            "the merged heads go through another layer than out_proj: the step ends with "
+            "attention.out_proj"
         ),
         "step_not_a_pair": (
             "a step returns a pair (output, cache): the output [B, 1, D] of the new token and "
@@ -206,6 +223,7 @@ _DEVIATIONS: dict[str, dict] = {
     "position_from_wrong_axis/heads": {"position": "heads"},
     "position_from_wrong_axis/width": {"position": "head_dim"},
     "position_from_wrong_axis/batch": {"position": "batch"},
+    "position_from_wrong_axis/pair": {"position": "pair"},
     "no_positions": {"positions_into": ""},
     "positions_not_in_values": {"positions_into": "qk"},
     "positions_in_some_projections/q": {"positions_into": "q"},
@@ -227,6 +245,13 @@ _DEVIATIONS: dict[str, dict] = {
     "projections_mixed_up/qv": {"layers": "vkq"},
     "projections_mixed_up/vqk": {"layers": "vqk"},
     "projections_mixed_up/kvq": {"layers": "kvq"},
+    "projection_missing/v": {"layers": "qki"},
+    "projection_missing/k": {"layers": "qiv"},
+    "projection_missing/q": {"layers": "ikv"},
+    "projection_missing/kv": {"layers": "qii"},
+    "out_proj_wrong_layer/q": {"out_layer": "q"},
+    "out_proj_wrong_layer/k": {"out_layer": "k"},
+    "out_proj_wrong_layer/v": {"out_layer": "v"},
     "weight_not_transposed": {"linear": "weight_not_transposed"},
     "weight_not_transposed/qkv": {"linear": "weight_not_transposed", "by_hand": "qkv"},
     "projection_bias_missing": {"linear": "no_bias"},
@@ -239,6 +264,7 @@ _DEVIATIONS: dict[str, dict] = {
     "appended_after_attending": {"append_after": True},
     "keys_values_swapped": {"attend": "swapped"},
     "attends_to_first_only": {"attend": "first_only"},
+    "attends_to_itself_only": {"attend": "self_only"},
     "softmax_axis": {"softmax_dim": -2},
     "no_softmax": {"softmax": False},
     "no_scaling": {"divisor": "one"},
@@ -268,6 +294,7 @@ def _step_variant(attention, token, cache, position, mistake: str):
         "heads": heads,
         "head_dim": head_dim,
         "batch": batch,
+        "pair": 2,  # len(cache)
     }.get(deviation.get("position"), position)
     encoding = sinusoidal_encoding(where + 1, d_model)[where].to(token.dtype)  # [D]
     positioned = token + encoding  # [B, 1, D]
@@ -275,7 +302,13 @@ def _step_variant(attention, token, cache, position, mistake: str):
         positioned = positioned + encoding
     into = deviation.get("positions_into", "qkv")
     after = deviation.get("positions_after", "")
-    layers = {"q": attention.q_proj, "k": attention.k_proj, "v": attention.v_proj}
+    layers = {
+        "q": attention.q_proj,
+        "k": attention.k_proj,
+        "v": attention.v_proj,
+        "o": attention.out_proj,
+        "i": torch.nn.Identity(),  # no projection
+    }
     linear = deviation.get("linear")
     by_hand = deviation.get("by_hand", "qkvo")
 
@@ -310,6 +343,8 @@ def _step_variant(attention, token, cache, position, mistake: str):
         attend_keys, attend_values = attend_values, attend_keys
     if attend == "times_keys":
         attend_values = attend_keys
+    if attend == "self_only":
+        attend_keys, attend_values = k, v
     if attend == "first_only":
         attend_keys, attend_values = attend_keys[:, :, :1], attend_values[:, :, :1]
     divisor = {
@@ -330,7 +365,7 @@ def _step_variant(attention, token, cache, position, mistake: str):
     else:
         out = out.transpose(1, 2).reshape(batch, 1, d_model)  # [B, 1, D]
     if deviation.get("out_proj", True):
-        out = project(attention.out_proj, out, "o")
+        out = project(layers[deviation.get("out_layer", "o")], out, "o")
     residual = deviation.get("residual")
     if residual:
         out = out + (token if residual == "token" else positioned)
@@ -405,15 +440,15 @@ def _once(compute: Callable, *args) -> Callable:
     return result
 
 
-def _output_shape_mistake(shape: torch.Size, sizes: tuple[int, ...]) -> str | None:
+def _output_shape_mistake(shape: torch.Size, sizes: tuple[int, ...], widened: bool) -> str | None:
     """The mistake behind a step's output of the wrong shape (expected [B, 1, D]); ``sizes``
-    are (B, H, t, Dh, D) at step t."""
+    are (B, H, t, Dh, D) at step t, ``widened`` whether q_proj received t + 1 positions."""
     batch, heads, t, head_dim, d_model = sizes
     if shape == (batch, heads, 1, head_dim):
         return "heads_not_merged"
     if shape == (batch, d_model):
         return "output_squeezed"
-    if t and shape == (batch, t + 1, d_model):
+    if widened and shape == (batch, t + 1, d_model):
         return "encoding_not_indexed"
     return None
 
@@ -444,7 +479,9 @@ def check_kv_cache_decoding(fn: Callable) -> None:
     ``cache_replaced``, ``cache_prepended``, ``appended_twice``, ``cache_not_split``,
     ``cache_not_returned``, ``cache_keys_values_swapped``, ``appended_after_attending``,
     ``keys_values_swapped``, ``attends_to_first_only``, ``weights_times_keys``,
-    ``out_proj_missing``, ``residual_added``, ``output_squeezed``, ``prefix_recomputed``,
+    ``out_proj_missing``, ``out_proj_wrong_layer``, ``projection_missing``,
+    ``mask_not_needed``, ``attends_to_itself_only``, ``residual_added``, ``output_squeezed``,
+    ``prefix_recomputed``,
     ``step_not_a_pair``, ``softmax_axis``, ``no_softmax``, ``no_scaling``,
     ``scaled_by_sqrt_d_model``, ``scaled_by_d_k``, ``scale_multiplied``,
     ``scaled_by_sequence_length``, ``heads_and_width_swapped``, ``merge_wrong_permutation``,
@@ -470,11 +507,25 @@ def check_kv_cache_decoding(fn: Callable) -> None:
 
         outputs: list[torch.Tensor] = []  # the steps' outputs so far
 
-        def error_hint(error: Exception, h=heads, dh=head_dim, done=outputs, row=batch * d_model):
+        # The token vectors each projection received at the current step: (layer, rows).
+        projected: list[tuple[str, int]] = []
+
+        def widened(t: int, seen=projected, b=batch) -> bool:
+            """Whether q_proj received t + 1 positions at step t: a token widened by the
+            whole encoding table [t + 1, D]."""
+            return t > 0 and ("q_proj", b * (t + 1)) in seen
+
+        def error_hint(
+            error: Exception, h=heads, dh=head_dim, b=batch, done=outputs, row=batch * d_model
+        ) -> str | None:
             text = str(error)
             t = len(done)  # the step that raised
-            if t and f"is invalid for input of size {row * (t + 1)}" in text:
+            if f"is invalid for input of size {row * (t + 1)}" in text and widened(t):
                 return "encoding_not_indexed"  # a token [B, t + 1, D] viewed as [B, 1, ...]
+            if "does not broadcast to the attention scores" in text and "mask" in text:
+                return "mask_not_needed"
+            if f"broadcast shape [{b}, {h}, {t + 1}, {t + 1}]" in text:
+                return "mask_not_needed"  # F.scaled_dot_product_attention, attn_mask [t+1, t+1]
             if f"Expected size {h} but got size {dh}" in text and h != dh:
                 return "heads_and_width_swapped"  # a key [B, Dh, 1, H] beside the cache
             wrong_cat = "must match except in dimension" in text and "dimension 2" not in text
@@ -486,16 +537,20 @@ def check_kv_cache_decoding(fn: Callable) -> None:
         rows: list[int] = []  # the token vectors k_proj projected at each step
         for t in range(length):
             step = Case(f"{case.name}, step t={t}", (attention, x[:, t : t + 1], cache))
-            projected: list[int] = []
-            hook = attention.k_proj.register_forward_hook(
-                lambda module, inputs, output, rows=projected: rows.append(
-                    inputs[0].shape[:-1].numel()
+            projected.clear()
+            hooks = [
+                getattr(attention, name).register_forward_hook(
+                    lambda module, inputs, output, name=name, seen=projected: seen.append(
+                        (name, inputs[0].shape[:-1].numel())
+                    )
                 )
-            )
+                for name in ("q_proj", "k_proj", "v_proj")
+            ]
             try:
                 result = run(fn, step, error_hint)
             finally:
-                hook.remove()
+                for hook in hooks:
+                    hook.remove()
             if not (
                 isinstance(result, tuple | list)
                 and len(result) == 2
@@ -511,7 +566,9 @@ def check_kv_cache_decoding(fn: Callable) -> None:
                     fn_name,
                     step,
                     f"the output has shape {list(output.shape)}, expected {[batch, 1, d_model]}",
-                    _output_shape_mistake(output.shape, (batch, heads, t, head_dim, d_model)),
+                    _output_shape_mistake(
+                        output.shape, (batch, heads, t, head_dim, d_model), widened(t)
+                    ),
                     where=shape_where(output.shape, torch.Size((batch, 1, d_model))),
                 )
             expected_shape = (batch, heads, t + 1, head_dim)
@@ -529,7 +586,7 @@ def check_kv_cache_decoding(fn: Callable) -> None:
             # at the first, where there was nothing to project again. (A step that calls
             # k_proj twice on its one token projects as many rows at every step: its values
             # show what it did.)
-            rows.append(sum(projected))
+            rows.append(sum(n for name, n in projected if name == "k_proj"))
             if t and rows[t] > max(rows[0], batch):
                 fail(
                     fn_name,
