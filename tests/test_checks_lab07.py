@@ -147,12 +147,48 @@ def online_attention_normalised_as_it_goes(query, key, value, block_size):
     return out
 
 
+def online_attention_without_keepdim(query, key, value, block_size):
+    """Wrong: the block's maximum without keepdim=True, [..., Tq], beside row_max [..., Tq, 1]."""
+    q = query / math.sqrt(query.shape[-1])
+    row_max = torch.full((*q.shape[:-1], 1), -math.inf, dtype=q.dtype)
+    row_sum = torch.zeros_like(row_max)
+    acc = torch.zeros(*q.shape[:-1], value.shape[-1], dtype=q.dtype)
+    for start in range(0, key.shape[-2], block_size):
+        scores = q @ key[..., start : start + block_size, :].mT
+        new_max = torch.maximum(row_max, scores.amax(dim=-1))
+        rescale = torch.exp(row_max - new_max)
+        p = torch.exp(scores - new_max)
+        row_sum = row_sum * rescale + p.sum(dim=-1, keepdim=True)
+        acc = acc * rescale + p @ value[..., start : start + block_size, :]
+        row_max = new_max
+    return acc / row_sum
+
+
+def online_attention_with_acc_as_wide_as_the_query(query, key, value, block_size):
+    """Wrong: the weighted sum of values started as zeros_like(query), [..., Tq, Dk]."""
+    q = query / math.sqrt(query.shape[-1])
+    m = torch.full_like(q[..., :1], -math.inf)
+    total = torch.zeros_like(m)
+    acc = torch.zeros_like(q)
+    for start in range(0, key.shape[-2], block_size):
+        s = q @ key[..., start : start + block_size, :].transpose(-2, -1)
+        m_new = torch.maximum(m, s.max(dim=-1, keepdim=True).values)
+        alpha = torch.exp(m - m_new)
+        p = torch.exp(s - m_new)
+        total = alpha * total + p.sum(-1, keepdim=True)
+        acc = alpha * acc + p @ value[..., start : start + block_size, :]
+        m = m_new
+    return acc / total
+
+
 RIGHT = [
     online_attention,
     online_attention_with_a_list_of_blocks,
     online_attention_normalised_as_it_goes,
 ]
 WRONG = [
+    (check, online_attention_without_keepdim, "keepdim_missing"),
+    (check, online_attention_with_acc_as_wide_as_the_query, "sizes_mixed_up"),
     (check, with_(online_attention, rescale_sum=False), "sum_not_rescaled"),
     (check, with_(online_attention, rescale_acc=False), "acc_not_rescaled"),
     (check, with_(online_attention, rescale_sum=False, rescale_acc=False), "nothing_rescaled"),

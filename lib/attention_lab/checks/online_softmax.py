@@ -16,6 +16,7 @@ import attention_lab.checks.sdpa  # noqa: F401
 from attention_lab.checks._core import (
     Case,
     Result,
+    call_quietly,
     check_callable,
     close,
     compare,
@@ -114,6 +115,11 @@ MISTAKES = register_mistakes(
             "each block's weights are normalised on their own (a softmax per block): keep "
             "the exponentials p = exp(s - m_new) unnormalised in both running sums; the one "
             "division, acc / row_sum, comes after the last block"
+        ),
+        "keepdim_missing": (
+            "your function is right with one query and wrong with several: a maximum or a sum "
+            "over the keys without keepdim=True gives [..., Tq], which broadcasts against the "
+            "wrong axis; keep [..., Tq, 1], amax(dim=-1, keepdim=True)"
         ),
         "full_score_matrix": (
             "the whole [Tq, Tk] score matrix was built: compute only one block of scores, "
@@ -239,6 +245,36 @@ _ONLINE_MISTAKES = (
 )
 
 
+def _right_on_probes(fn: Callable, shapes: list[tuple]) -> bool:
+    """Whether ``fn`` returns the right output on probes of the given shapes, each
+    ``(query shape, key shape, value shape, block_size)``."""
+    g = torch.Generator().manual_seed(70)
+    for q_shape, k_shape, v_shape, block_size in shapes:
+        args = (randn(g, *q_shape), randn(g, *k_shape), randn(g, *v_shape), block_size)
+        expected = tiled_attention(*args[:3], block_size=block_size)
+        got = call_quietly(fn, args)
+        if not (isinstance(got, torch.Tensor) and close(got, expected, *tolerance(got.dtype))):
+            return False
+    return True
+
+
+# Probes that hide a size taken from the wrong tensor (Tq = Tk, d_k = d_v), and probes with one
+# query and one batch, which hide a reduction without keepdim (a [1, 1] broadcasts like
+# [1, 1, 1]).
+_SAME_SIZES = [((2, 6, 4), (2, 6, 4), (2, 6, 4), 4), ((1, 5, 8), (1, 5, 8), (1, 5, 8), 2)]
+_ONE_QUERY = [((1, 1, 4), (1, 10, 4), (1, 10, 6), 4), ((1, 1, 8), (1, 7, 8), (1, 7, 3), 3)]
+
+
+def _sizes_mistake(fn: Callable) -> str | None:
+    """``sizes_mixed_up`` or ``keepdim_missing`` when ``fn``, wrong on a case, is right on the
+    probes that hide that mistake (and on no probe that shows it)."""
+    if _right_on_probes(fn, _SAME_SIZES):
+        return "sizes_mixed_up"
+    if _right_on_probes(fn, _ONE_QUERY):
+        return "keepdim_missing"
+    return None
+
+
 def _online_cases() -> list[Case]:
     g = torch.Generator().manual_seed(7)
 
@@ -308,11 +344,11 @@ def check_online_softmax(fn: Callable) -> None:
     ``new_block_rescaled``, ``rescale_with_block_max``, ``exp_with_block_max``,
     ``block_normalised``, ``full_score_matrix``, ``no_scaling``, ``scaled_by_d_k``,
     ``scaled_by_value_width``, ``scaled_by_sequence_length``, ``scale_multiplied``,
-    ``wrong_dtype`` (see :data:`MISTAKES`). NaN on ordinary scores is
-    told apart by the shape of the first exponential that comes out infinite (traced while the
-    function runs again). When no mistake fits, the message says whether the output is right
-    with every key in one block, which separates the per-block arithmetic from the carrying of
-    one block into the next.
+    ``keepdim_missing``, ``sizes_mixed_up``, ``wrong_dtype`` (see :data:`MISTAKES`). NaN on
+    ordinary scores is told apart by the shape of the first exponential that comes out infinite
+    (traced while the function runs again). When no mistake fits, the message says whether the
+    output is right with every key in one block, which separates the per-block arithmetic from
+    the carrying of one block into the next.
 
     Args:
         fn: The learner's function.
@@ -333,7 +369,7 @@ def check_online_softmax(fn: Callable) -> None:
             peak = peak_memory(lambda case=case, results=results: results.append(run(fn, case)))
             (output,) = results
         else:
-            output, peak = run(fn, case), 0
+            output, peak = run(fn, case, lambda error: _sizes_mistake(fn)), 0
         if isinstance(output, tuple | list):
             fail(
                 fn_name,
@@ -376,6 +412,9 @@ def check_online_softmax(fn: Callable) -> None:
             variants, case, expected = context
             if match_variant(got, variants, tolerance(expected.dtype)):
                 return None  # compare names it
+            mistake = _sizes_mistake(fn)
+            if mistake:
+                return f"the output differs: {difference(got[0], expected)}", mistake
             fail(
                 fn_name,
                 case,
