@@ -138,12 +138,16 @@ def step(
         "heads": keys.shape[1],
         "len_cache": len(cache),
     }.get(position, position)
-    if position == "minus_one":
+    if position == "last_of_t_rows":
+        pe = sinusoidal_encoding(t, d_model)[-1]
+    elif position == "minus_one":
         pe = sinusoidal_encoding(t + 1, d_model)[t - 1]
     elif position in ("whole_table", "whole_table_viewed"):
         pe = sinusoidal_encoding(t + 1, d_model)
     else:
         pe = sinusoidal_encoding(where + 1, d_model)[where]
+    if positions_into == "scaled_embedding":
+        token = token * math.sqrt(d_model)
     x = token if positions_into in ("nowhere", "after_projection") else token + pe
     if positions_into == "twice":
         x = x + pe
@@ -372,6 +376,8 @@ WRONG = [
     (check, named(residual="positioned"), "residual_added"),
     (check, named(squeeze=True), "output_squeezed"),
     (check, named(position="len_cache"), "position_from_wrong_axis"),
+    (check, named(position="last_of_t_rows"), "encoding_one_row_short"),
+    (check, named(positions_into="scaled_embedding"), "embedding_scaled"),
     (check, named(layers=("q_proj", "k_proj", None)), "projection_missing"),
     (check, named(layers=(None, "k_proj", "v_proj")), "projection_missing"),
     (check, named(out_proj="v_proj"), "out_proj_wrong_layer"),

@@ -187,6 +187,14 @@ MISTAKES = register_mistakes(
             "the merged heads go through another layer than out_proj: the step ends with "
             "attention.out_proj"
         ),
+        "encoding_one_row_short": (
+            "the encoding table is one row short: the token at position t takes row t, so "
+            "the table needs t + 1 rows, sinusoidal_encoding(t + 1, D)[t] (one row at t = 0)"
+        ),
+        "embedding_scaled": (
+            "the token's embedding is scaled before the encoding is added: this lab adds the "
+            "encoding to the embedding as it is, token + encoding"
+        ),
         "step_not_a_pair": (
             "a step returns a pair (output, cache): the output [B, 1, D] of the new token and "
             "the cache as a pair of tensors (keys, values), each [B, H, t + 1, Dh]"
@@ -234,6 +242,7 @@ _DEVIATIONS: dict[str, dict] = {
     "positions_after_projection": {"positions_into": "", "positions_after": "qk"},
     "positions_after_projection/qkv": {"positions_into": "", "positions_after": "qkv"},
     "positions_added_twice": {"positions_twice": True},
+    "embedding_scaled": {"embedding_scale": "sqrt_d_model"},
     "value_from_wrong_layer/k": {"layers": "qkk"},
     "value_from_wrong_layer/q": {"layers": "qkq"},
     "key_from_wrong_layer/q": {"layers": "qqv"},
@@ -297,7 +306,8 @@ def _step_variant(attention, token, cache, position, mistake: str):
         "pair": 2,  # len(cache)
     }.get(deviation.get("position"), position)
     encoding = sinusoidal_encoding(where + 1, d_model)[where].to(token.dtype)  # [D]
-    positioned = token + encoding  # [B, 1, D]
+    scale = math.sqrt(d_model) if deviation.get("embedding_scale") else 1.0
+    positioned = token * scale + encoding  # [B, 1, D]
     if deviation.get("positions_twice"):
         positioned = positioned + encoding
     into = deviation.get("positions_into", "qkv")
@@ -474,6 +484,7 @@ def check_kv_cache_decoding(fn: Callable) -> None:
     ``positions_one_behind``, ``position_from_wrong_axis``, ``no_positions``,
     ``positions_not_in_values``, ``positions_in_some_projections``,
     ``positions_after_projection``, ``positions_added_twice``, ``encoding_not_indexed``,
+    ``encoding_one_row_short``, ``embedding_scaled``,
     ``value_from_wrong_layer``, ``key_from_wrong_layer``, ``query_from_wrong_layer``,
     ``projections_mixed_up``, ``weight_not_transposed``, ``projection_bias_missing``,
     ``cache_replaced``, ``cache_prepended``, ``appended_twice``, ``cache_not_split``,
@@ -522,6 +533,8 @@ def check_kv_cache_decoding(fn: Callable) -> None:
             t = len(done)  # the step that raised
             if f"is invalid for input of size {row * (t + 1)}" in text and widened(t):
                 return "encoding_not_indexed"  # a token [B, t + 1, D] viewed as [B, 1, ...]
+            if t == 0 and "out of bounds for dimension 0 with size 0" in text:
+                return "encoding_one_row_short"  # sinusoidal_encoding(t, D)[t or -1] at t = 0
             if "does not broadcast to the attention scores" in text and "mask" in text:
                 return "mask_not_needed"
             if f"broadcast shape [{b}, {h}, {t + 1}, {t + 1}]" in text:
