@@ -271,36 +271,35 @@ def step_with_a_flat_cache(attention, token, cache):
     return step(attention, token, cache, store="flat")
 
 
-def step_with_a_causal_mask(attention, token, cache):
-    """Passes a causal mask over the cache's length to the library's attention."""
-    batch, _, d_model = token.shape
-    keys, values = cache
-    t = keys.shape[2]
-    x = token + sinusoidal_encoding(t + 1, d_model)[t]
-    split = (batch, 1, attention.num_heads, attention.head_dim)
-    q, k, v = (
-        layer(x).view(split).transpose(1, 2)
-        for layer in (attention.q_proj, attention.k_proj, attention.v_proj)
-    )
-    keys, values = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
-    out, _ = scaled_dot_product_attention(q, keys, values, causal_mask(t + 1))
-    return attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)), (keys, values)
+def step_attending_with(attend):
+    """A right step up to the attention, then ``attend(q, keys, values, t)`` [B, H, 1, Dh]."""
+
+    def wrong(attention, token, cache):
+        batch, _, d_model = token.shape
+        keys, values = cache
+        t = keys.shape[2]
+        x = token + sinusoidal_encoding(t + 1, d_model)[t]
+        split = (batch, 1, attention.num_heads, attention.head_dim)
+        q, k, v = (
+            layer(x).view(split).transpose(1, 2)
+            for layer in (attention.q_proj, attention.k_proj, attention.v_proj)
+        )
+        keys, values = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
+        out = attend(q, keys, values, t)
+        return attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)), (keys, values)
+
+    wrong.__name__ = f"step_{attend.__name__}"
+    return wrong
 
 
-def step_with_is_causal(attention, token, cache):
+def with_a_causal_mask(q, keys, values, t):
+    """The library's attention given a causal mask over the cache's length."""
+    return scaled_dot_product_attention(q, keys, values, causal_mask(t + 1))[0]
+
+
+def with_is_causal(q, keys, values, t):
     """PyTorch's fused attention told is_causal=True: one query then sees the first key only."""
-    batch, _, d_model = token.shape
-    keys, values = cache
-    t = keys.shape[2]
-    x = token + sinusoidal_encoding(t + 1, d_model)[t]
-    split = (batch, 1, attention.num_heads, attention.head_dim)
-    q, k, v = (
-        layer(x).view(split).transpose(1, 2)
-        for layer in (attention.q_proj, attention.k_proj, attention.v_proj)
-    )
-    keys, values = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
-    out = F.scaled_dot_product_attention(q, keys, values, is_causal=True)
-    return attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)), (keys, values)
+    return F.scaled_dot_product_attention(q, keys, values, is_causal=True)
 
 
 def step_calling_the_module_on_the_token(attention, token, cache):
@@ -383,8 +382,8 @@ WRONG = [
     (check, named(out_proj="v_proj"), "out_proj_wrong_layer"),
     (check, named(scores_from="itself"), "attends_to_itself_only"),
     (check, step_calling_the_module_on_the_token, "attends_to_itself_only"),
-    (check, step_with_a_causal_mask, "mask_not_needed"),
-    (check, step_with_is_causal, "attends_to_first_only"),
+    (check, step_attending_with(with_a_causal_mask), "mask_not_needed"),
+    (check, step_attending_with(with_is_causal), "attends_to_first_only"),
     (check, step_returning_the_output_only, "step_not_a_pair"),
     (check, step_returning_a_flat_triple, "step_not_a_pair"),
 ]
