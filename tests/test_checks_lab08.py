@@ -315,6 +315,27 @@ def step_calling_the_module_on_the_token(attention, token, cache):
     return output, (torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2))
 
 
+def step_merging_one_sequence(attention, token, cache):
+    """Merges the heads as if the batch held one sequence: reshape(1, 1, D)."""
+    out, (keys, values) = step(attention, token, cache, out_proj=False)
+    merged = out.reshape(1, 1, -1)
+    return attention.out_proj(merged), (keys, values)
+
+
+def step_attending_from_the_first_query(attention, token, cache):
+    """Takes the query of the first sequence for the whole batch (q[0:1])."""
+    batch, _, d_model = token.shape
+    keys, values = cache
+    t = keys.shape[2]
+    x = token + sinusoidal_encoding(t + 1, d_model)[t]
+    split = (-1, 1, attention.num_heads, attention.head_dim)
+    q = attention.q_proj(x[:1]).view(split).transpose(1, 2)  # [1, H, 1, Dh]
+    keys = torch.cat([keys, attention.k_proj(x).view(split).transpose(1, 2)], dim=2)
+    values = torch.cat([values, attention.v_proj(x).view(split).transpose(1, 2)], dim=2)
+    out, _ = scaled_dot_product_attention(q, keys, values)
+    return attention.out_proj(out.transpose(1, 2).reshape(batch, 1, d_model)), (keys, values)
+
+
 def step_returning_the_output_only(attention, token, cache):
     return step(attention, token, cache)[0]
 
@@ -375,6 +396,8 @@ WRONG = [
     (check, named(residual="positioned"), "residual_added"),
     (check, named(squeeze=True), "output_squeezed"),
     (check, named(position="len_cache"), "position_from_wrong_axis"),
+    (check, step_merging_one_sequence, "batch_hard_coded"),
+    (check, step_attending_from_the_first_query, "batch_hard_coded"),
     (check, named(position="last_of_t_rows"), "encoding_one_row_short"),
     (check, named(positions_into="scaled_embedding"), "embedding_scaled"),
     (check, named(layers=("q_proj", "k_proj", None)), "projection_missing"),

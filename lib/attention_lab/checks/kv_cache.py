@@ -23,7 +23,9 @@ from attention_lab.attention import MultiHeadAttention
 from attention_lab.checks._core import (
     Case,
     Result,
+    call_quietly,
     check_callable,
+    close,
     compare,
     difference,
     differing,
@@ -194,6 +196,11 @@ MISTAKES = register_mistakes(
         "embedding_scaled": (
             "the token's embedding is scaled before the encoding is added: this lab adds the "
             "encoding to the embedding as it is, token + encoding"
+        ),
+        "batch_hard_coded": (
+            "your step is right for a batch of one sequence and wrong for several: a 1 (a "
+            "size, a slice [:1] or [0], a squeeze) stands where the batch B = token.shape[0] "
+            "belongs"
         ),
         "step_not_a_pair": (
             "a step returns a pair (output, cache): the output [B, 1, D] of the new token and "
@@ -437,6 +444,27 @@ def _cache_shape_mistake(tensor, expected, received: torch.Tensor) -> str | None
     return None
 
 
+def _right_for_one_sequence(fn: Callable, attention: MultiHeadAttention, x: torch.Tensor) -> bool:
+    """Whether ``fn``, given a batch of several sequences, decodes the first of them alone
+    right (outputs and cache at every step): a probe of a size fixed at 1 where B belongs."""
+    if x.shape[0] == 1:
+        return False
+    one = x[:1]  # [1, T, D]
+    expected = _expected(attention, one)
+    cache = _empty_cache(attention, 1, x.dtype)
+    outputs = []
+    for t in range(one.shape[1]):
+        result = call_quietly(fn, (attention, one[:, t : t + 1], cache))
+        try:
+            output, cache = result[0], tuple(result[1])
+        except (TypeError, IndexError):
+            return False
+        outputs.append(output)
+    got = (torch.cat(outputs, dim=1), *cache)
+    tol = tolerance(x.dtype)
+    return all(close(g, e, *tol) for g, e in zip(got, expected, strict=True))
+
+
 def _once(compute: Callable, *args) -> Callable:
     """``compute(*args)`` as a function of nothing that computes it once (the diagnosis and the
     comparison both look at the variants)."""
@@ -492,7 +520,7 @@ def check_kv_cache_decoding(fn: Callable) -> None:
     ``keys_values_swapped``, ``attends_to_first_only``, ``weights_times_keys``,
     ``out_proj_missing``, ``out_proj_wrong_layer``, ``projection_missing``,
     ``mask_not_needed``, ``attends_to_itself_only``, ``residual_added``, ``output_squeezed``,
-    ``prefix_recomputed``,
+    ``prefix_recomputed``, ``batch_hard_coded``,
     ``step_not_a_pair``, ``softmax_axis``, ``no_softmax``, ``no_scaling``,
     ``scaled_by_sqrt_d_model``, ``scaled_by_d_k``, ``scale_multiplied``,
     ``scaled_by_sequence_length``, ``heads_and_width_swapped``, ``merge_wrong_permutation``,
@@ -527,7 +555,13 @@ def check_kv_cache_decoding(fn: Callable) -> None:
             return t > 0 and ("q_proj", b * (t + 1)) in seen
 
         def error_hint(
-            error: Exception, h=heads, dh=head_dim, b=batch, done=outputs, row=batch * d_model
+            error: Exception,
+            h=heads,
+            dh=head_dim,
+            b=batch,
+            done=outputs,
+            row=batch * d_model,
+            args=case.args,
         ) -> str | None:
             text = str(error)
             t = len(done)  # the step that raised
@@ -543,7 +577,9 @@ def check_kv_cache_decoding(fn: Callable) -> None:
                 return "heads_and_width_swapped"  # a key [B, Dh, 1, H] beside the cache
             wrong_cat = "must match except in dimension" in text and "dimension 2" not in text
             wrong_heads = "do not broadcast together" in text or "must have the same Dk" in text
-            return "cache_wrong_axis" if wrong_cat or wrong_heads else None
+            if wrong_cat or wrong_heads:
+                return "cache_wrong_axis"
+            return "batch_hard_coded" if _right_for_one_sequence(fn, *args) else None
 
         expected_output, expected_keys, expected_values = _expected(attention, x)
         cache = _empty_cache(attention, batch, x.dtype)
@@ -581,7 +617,8 @@ def check_kv_cache_decoding(fn: Callable) -> None:
                     f"the output has shape {list(output.shape)}, expected {[batch, 1, d_model]}",
                     _output_shape_mistake(
                         output.shape, (batch, heads, t, head_dim, d_model), widened(t)
-                    ),
+                    )
+                    or ("batch_hard_coded" if _right_for_one_sequence(fn, *case.args) else None),
                     where=shape_where(output.shape, torch.Size((batch, 1, d_model))),
                 )
             expected_shape = (batch, heads, t + 1, head_dim)
@@ -619,6 +656,8 @@ def check_kv_cache_decoding(fn: Callable) -> None:
             mistake = match_variant(got, variants, tol)
             if mistake:
                 return None  # compare names it
+            if _right_for_one_sequence(fn, *case.args):
+                return _problem(got, expected, tol), "batch_hard_coded"
             fail(
                 fn_name, case, _problem(got, expected, tol), None, where=_where(got, expected, tol)
             )
