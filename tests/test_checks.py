@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import sys
 
 import jupytext
 import pytest
@@ -236,7 +237,32 @@ RIGHT = [
 CHECK_IDS = [check.__name__ for check, _ in RIGHT]
 
 
-@pytest.mark.parametrize(("check", "fn"), RIGHT, ids=CHECK_IDS)
+def lab_modules() -> list:
+    """The labs' own test files, tests/test_checks_labNN.py, imported: each holds RIGHT (right
+    implementations written differently) and WRONG (one mistake each) for its lab's check,
+    CHECK (or check), and the tests particular to its lab."""
+    paths = sorted((ROOT / "tests").glob("test_checks_lab*.py"))
+    return [importlib.import_module(path.stem) for path in paths]
+
+
+def lab_rights() -> list[tuple]:
+    """(check, right implementation) of every lab's test file."""
+    found = []
+    for module in lab_modules():
+        check = getattr(module, "CHECK", None) or module.check
+        found += [(check, fn) for fn in module.RIGHT]
+    return found
+
+
+# Every right implementation: this file's for Labs 1 to 4 and those of test_checks_labNN.py.
+ALL_RIGHT = RIGHT[:4] + lab_rights()
+
+
+@pytest.mark.parametrize(
+    ("check", "fn"),
+    ALL_RIGHT,
+    ids=[f"{check.__name__.removeprefix('check_')}-{fn.__name__}" for check, fn in ALL_RIGHT],
+)
 def test_a_right_implementation_passes_with_one_line(check, fn, capsys):
     check(fn)
     lines = capsys.readouterr().out.splitlines()
@@ -375,26 +401,11 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("check", "wrong", "mistake"),
-    WRONG,
-    ids=[f"{check.__name__.removeprefix('check_')}-{key}" for check, _, key in WRONG],
-)
-def test_a_mistake_is_rejected_and_named(check, wrong, mistake):
-    with pytest.raises(AssertionError) as info:
-        check(wrong)
-    message = flat(info.value)
-    assert f"Likely mistake: {MISTAKES[mistake]}" in message, message
-    assert "on case '" in message  # names the first failing case
-    assert all(len(line) <= 76 for line in str(info.value).splitlines()[1:])
-
-
 def lab_tests() -> list[tuple]:
     """(check, wrong, key) of the labs' own test files, tests/test_checks_labNN.py: each has
     WRONG = [(wrong implementation, key), ...] with CHECK, or [(check, wrong, key), ...]."""
     found = []
-    for path in sorted((ROOT / "tests").glob("test_checks_lab*.py")):
-        module = importlib.import_module(path.stem)
+    for module in lab_modules():
         for row in module.WRONG:
             found.append(row if len(row) == 3 else (module.CHECK, *row))
     return found
@@ -404,9 +415,34 @@ def lab_tests() -> list[tuple]:
 ALL_WRONG = WRONG + lab_tests()
 
 
+@pytest.mark.parametrize(
+    ("check", "wrong", "mistake"),
+    ALL_WRONG,
+    ids=[
+        f"{check.__name__.removeprefix('check_')}-{wrong.__name__}-{key}"
+        for check, wrong, key in ALL_WRONG
+    ],
+)
+def test_a_mistake_is_rejected_and_named(check, wrong, mistake):
+    with pytest.raises(AssertionError) as info:
+        check(wrong)
+    message = flat(info.value)
+    assert f"Likely mistake: {MISTAKES[mistake]}" in message, message
+    assert "on case '" in message  # names the first failing case
+    lines = str(info.value).splitlines()
+    # A few lines that fit the book's code column (the first follows "AssertionError: ").
+    assert len(lines) <= 8 and all(len(line) <= 76 for line in lines[1:])
+
+
 def test_every_mistake_the_checks_know_is_proved_by_a_wrong_implementation():
     assert {key for _, _, key in ALL_WRONG} == set(MISTAKES)
     assert not any("`" in text for text in MISTAKES.values())  # see the stub test
+
+
+@pytest.mark.parametrize(("check", "fn"), RIGHT, ids=CHECK_IDS)
+def test_every_mistake_a_labs_module_registers_is_proved_on_its_check(check, fn):
+    registered = set(sys.modules[check.__module__].MISTAKES)
+    assert registered <= {key for c, _, key in ALL_WRONG if c is check}
 
 
 @pytest.mark.parametrize(("check", "fn"), RIGHT, ids=CHECK_IDS)

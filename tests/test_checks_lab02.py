@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from attention_lab.attention import scaled_dot_product_attention
-from attention_lab.checks import MISTAKES, check_multi_head_attention
+from attention_lab.checks import check_multi_head_attention
 
 CHECK = check_multi_head_attention
 
@@ -54,12 +54,6 @@ def with_chunk_and_einsum(query, key, value, num_heads):
 
 
 RIGHT = [with_einops_style_permute, head_by_head_loop, with_chunk_and_einsum]
-
-
-@pytest.mark.parametrize("fn", RIGHT, ids=[fn.__name__ for fn in RIGHT])
-def test_right_implementations_pass(fn, capsys):
-    check_multi_head_attention(fn)
-    assert capsys.readouterr().out.startswith("✓")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,15 +127,6 @@ WRONG = [
     (keys_values_swapped, "keys_values_swapped"),
     (keys_times_queries, "scores_transposed"),
 ]
-
-
-@pytest.mark.parametrize(("fn", "mistake"), WRONG, ids=[fn.__name__ for fn, _ in WRONG])
-def test_a_mistake_is_named(fn, mistake):
-    with pytest.raises(AssertionError) as info:
-        check_multi_head_attention(fn)
-    message = flat(info.value)
-    assert f"Likely mistake: {MISTAKES[mistake]}" in message, message
-    assert len(str(info.value).splitlines()) <= 8
 
 
 def test_one_wrong_head_is_located():

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from attention_lab.checks import MISTAKES, check_sinusoidal_encoding
+from attention_lab.checks import check_sinusoidal_encoding
 
 CHECK = check_sinusoidal_encoding
 
@@ -50,12 +50,6 @@ def stacked_and_flattened(max_len, d_model):
 
 
 RIGHT = [with_log_space, with_python_loops, stacked_and_flattened]
-
-
-@pytest.mark.parametrize("fn", RIGHT, ids=[fn.__name__ for fn in RIGHT])
-def test_right_implementations_pass(fn, capsys):
-    check_sinusoidal_encoding(fn)
-    assert capsys.readouterr().out.startswith("✓")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,15 +110,6 @@ WRONG = [
     (base_with_a_zero_too_few, "wrong_base"),
     (sine_everywhere, "one_function_for_all_columns"),
 ]
-
-
-@pytest.mark.parametrize(("fn", "mistake"), WRONG, ids=[fn.__name__ for fn, _ in WRONG])
-def test_a_mistake_is_named(fn, mistake):
-    with pytest.raises(AssertionError) as info:
-        check_sinusoidal_encoding(fn)
-    message = flat(info.value)
-    assert f"Likely mistake: {MISTAKES[mistake]}" in message, message
-    assert len(str(info.value).splitlines()) <= 8
 
 
 def test_an_unknown_frequency_is_located():

@@ -101,6 +101,22 @@ MISTAKES = register_mistakes(
             "with x = x + dropout2(feed_forward(norm2(x))), unnormalised (a pre-norm stack "
             "has one final norm after its last layer, not one inside each)"
         ),
+        "arrangements_mixed": (
+            "one sub-layer pre-norm and the other post-norm: layer.norm_first sets both; "
+            "post-norm normalises each residual sum, pre-norm each sub-layer's input"
+        ),
+        "feed_forward_residual_from_input": (
+            "the feed-forward residual adds the layer's input: it adds the x that leaves the "
+            "attention sub-layer, so that the attention's contribution is kept"
+        ),
+        "norm2_used_twice": (
+            "norm2 used for both sub-layers: the attention sub-layer has its own LayerNorm, "
+            "norm1, with its own learned scale and shift"
+        ),
+        "same_dropout_twice": (
+            "one dropout used for both sub-layers: dropout1 belongs to the attention, "
+            "dropout2 to the feed-forward (the check gives them different rates)"
+        ),
         "dropout_on_sublayer_input": (
             "dropout applied to the sub-layer's input: it drops the sub-layer's output, "
             "x + dropout1(attention(...)), not what goes into the attention"
@@ -120,6 +136,12 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
         norm1, norm2 = norm2, norm1
     if mistake == "norm1_used_twice":
         norm2 = norm1
+    if mistake == "norm2_used_twice":
+        norm1 = norm2
+    if mistake == "same_dropout_twice":
+        drop1, drop2 = (drop1, drop1) if which == "1" else (drop2, drop2)
+    if mistake == "mask_polarity" and mask is not None:
+        mask = ~mask
     if mistake == "dropouts_swapped":
         drop1, drop2 = drop2, drop1
     if mistake in ("pre_norm_instead_of_post_norm", "post_norm_instead_of_pre_norm"):
@@ -154,6 +176,18 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
         x = x + drop1(attended)
         x = x + drop2(ff(norm2(x)))
         return (norm2 if which == "norm2" else norm1)(x), weights
+    if mistake == "arrangements_mixed":
+        if which == "attention_pre":
+            attended, weights = attend(norm1(x), mask=mask)
+            x = x + drop1(attended)
+            return norm2(x + drop2(ff(x))), weights
+        attended, weights = attend(x, mask=mask)
+        x = norm1(x + drop1(attended))
+        return x + drop2(ff(norm2(x))), weights
+    if mistake == "feed_forward_residual_from_input":
+        attended, weights = attend(norm1(x) if pre else x, mask=mask)
+        h = x + drop1(attended) if pre else norm1(x + drop1(attended))
+        return (x + drop2(ff(norm2(h))) if pre else norm2(x + drop2(ff(h)))), weights
     if mistake == "parallel_sublayers" and pre:
         h = norm1(x)
         attended, weights = attend(h, mask=mask)
@@ -163,7 +197,7 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
         attended, weights = attend(x, mask=mask)
         y = norm1(x + drop1(attended))
         return norm2(y + drop2(ff(x))), weights
-    if pre and mistake == "pre_norm_residual_normalised":
+    if pre and mistake == "pre_norm_residual_normalised" and which != "feed_forward":
         h = norm1(x)
         attended, weights = attend(h, mask=mask)
         x = h + drop1(attended)
@@ -171,6 +205,11 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
         h = norm2(x)
         x = x + drop2(ff(h)) if which == "attention" else h + drop2(ff(h))
         return x, weights
+    if pre and mistake == "pre_norm_residual_normalised":  # in the feed-forward only
+        attended, weights = attend(norm1(x), mask=mask)
+        x = x + drop1(attended)
+        h = norm2(x)
+        return h + drop2(ff(h)), weights
     attention_residual = mistake != "no_attention_residual"
     feed_forward_residual = mistake != "no_feed_forward_residual"
     if pre:
@@ -205,6 +244,12 @@ _ENCODER_MISTAKES = (
     "pre_norm_residual_normalised",
     "pre_norm_residual_normalised/attention",
     "encoder_mask_ignored",
+    "mask_polarity",
+    "arrangements_mixed/attention_pre",
+    "arrangements_mixed/attention_post",
+    "feed_forward_residual_from_input",
+    "norm2_used_twice",
+    "pre_norm_residual_normalised/feed_forward",
     "pre_norm_final_norm/norm2",
     "pre_norm_final_norm/norm1",
     # Seen in training mode only (the last cases): dropout does nothing in evaluation mode.
@@ -217,6 +262,8 @@ _ENCODER_MISTAKES = (
     "dropout_missing/feed_forward",
     "dropouts_swapped",
     "dropout_on_sublayer_input",
+    "same_dropout_twice/1",
+    "same_dropout_twice/2",
 )
 
 # Mistakes that exist in one arrangement only: key -> the value of norm_first they apply to.
@@ -226,6 +273,7 @@ _ARRANGEMENT_MISTAKES = {
     "norm_outside_residual": False,
     "pre_norm_residual_normalised": True,
     "pre_norm_residual_normalised/attention": True,
+    "pre_norm_residual_normalised/feed_forward": True,
     "parallel_sublayers/shared_norm": True,
     "pre_norm_final_norm/norm2": True,
     "pre_norm_final_norm/norm1": True,
@@ -391,7 +439,9 @@ def check_encoder_layer(fn: Callable) -> None:
     ``norm_outside_residual``, ``norms_swapped``, ``norm1_used_twice``, ``norm1_missing``,
     ``norm2_missing``, ``parallel_sublayers``, ``pre_norm_final_norm``, ``encoder_mask_ignored``,
     ``dropout_on_residual_sum``, ``dropout_after_norm``, ``dropout_missing``,
-    ``dropouts_swapped``, ``dropout_on_sublayer_input``, ``pair_swapped``, ``not_a_pair``,
+    ``dropouts_swapped``, ``dropout_on_sublayer_input``, ``arrangements_mixed``,
+    ``feed_forward_residual_from_input``, ``norm2_used_twice``, ``same_dropout_twice``,
+    ``mask_polarity``, ``pair_swapped``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says which part of the
     layer first receives a wrong input.
 

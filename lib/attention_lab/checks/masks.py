@@ -70,6 +70,15 @@ MISTAKES = register_mistakes(
         "fill_overflow": (
             "the fill value does not fit in float16 (e.g. -1e9): use torch.finfo(scores.dtype).min"
         ),
+        "zeroed_where_allowed": (
+            "the weights are zeroed where the mask is True: True means 'may attend', so zero "
+            "the blocked weights where it is False, weights.masked_fill(~mask, 0.0)"
+        ),
+        "output_before_zeroing": (
+            "the output is computed before the blocked weights are zeroed: a query whose keys "
+            "are all blocked then averages the values; zero the weights first, then "
+            "output = weights @ value"
+        ),
     }
 )
 
@@ -168,6 +177,8 @@ _MASK_SIGNATURES = {
     "uniform_fully_masked": {"zero_blocked": False},
     "nan_fully_masked": {"fill": "-inf", "zero_blocked": False},
     "nan_fully_masked/renormalised": {"renormalise_after_mask": True},
+    "output_before_zeroing": {"zero_after_output": True},
+    "zeroed_where_allowed": {"zero_where_allowed": True},
 }
 
 
@@ -213,7 +224,9 @@ def check_masked_attention(fn: Callable) -> None:
 
     Mistakes it names: ``mask_polarity``, ``mask_ignored``, ``mask_transposed``,
     ``mask_after_softmax``, ``scores_times_mask``, ``mask_added``, ``mask_reshaped``,
-    ``nan_fully_masked``, ``uniform_fully_masked``, ``fill_overflow``, and those of Lab 1:
+    ``nan_fully_masked``, ``uniform_fully_masked``, ``output_before_zeroing``,
+    ``zeroed_where_allowed``,
+    ``fill_overflow``, and those of Lab 1:
     ``softmax_axis``, ``no_scaling``, ``scaled_by_d_k``, ``scale_multiplied``,
     ``scaled_by_value_width``, ``scaled_by_sequence_length``, ``no_softmax``, ``log_softmax``,
     ``scaled_after_softmax``, ``scores_transposed``,

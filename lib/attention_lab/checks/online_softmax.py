@@ -16,6 +16,7 @@ import attention_lab.checks.sdpa  # noqa: F401
 from attention_lab.checks._core import (
     Case,
     Result,
+    call_quietly,
     check_callable,
     close,
     compare,
@@ -89,6 +90,37 @@ MISTAKES = register_mistakes(
             "exp(m_old - m_new) first, then add the block's terms, which are already relative "
             "to m_new (row_sum * rescale + p.sum(-1), not (row_sum + p.sum(-1)) * rescale)"
         ),
+        "blocks_stop_early": (
+            "the loop stops before the last block: the blocks start at range(0, Tk, "
+            "block_size), up to Tk itself, and the last one holds what is left"
+        ),
+        "block_slice_short": (
+            "each block misses its last key: the stop of a slice is left out already, so a "
+            "block is key[..., start:start + block_size, :], with no - 1"
+        ),
+        "new_block_rescaled": (
+            "the factor exp(m_old - m_new) multiplies the new block's terms: it belongs to "
+            "the old sums, row_sum and acc, which are relative to the old maximum; the "
+            "block's p = exp(s - m_new) is already relative to the new one"
+        ),
+        "rescale_with_block_max": (
+            "the factor uses the block's own maximum: rescale by exp(m_old - m_new), with "
+            "m_new = max(m_old, block max) the new running maximum"
+        ),
+        "exp_with_block_max": (
+            "the block's exponentials use the block's own maximum: take p = exp(s - m_new), "
+            "with m_new the new running maximum, to which the rescaled sums are relative"
+        ),
+        "block_normalised": (
+            "each block's weights are normalised on their own (a softmax per block): keep "
+            "the exponentials p = exp(s - m_new) unnormalised in both running sums; the one "
+            "division, acc / row_sum, comes after the last block"
+        ),
+        "keepdim_missing": (
+            "your function is right with one query and wrong with several: a maximum or a sum "
+            "over the keys without keepdim=True gives [..., Tq], which broadcasts against the "
+            "wrong axis; keep [..., Tq, 1], amax(dim=-1, keepdim=True)"
+        ),
         "full_score_matrix": (
             "the whole [Tq, Tk] score matrix was built: compute only one block of scores, "
             "[..., Tq, block_size], at a time, so that memory does not grow with Tq * Tk"
@@ -100,29 +132,48 @@ MISTAKES = register_mistakes(
 def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.Tensor:
     """Block-wise attention with one deliberate deviation, computed in float64."""
     mistake, _, how = mistake.partition("/")
-    divisor = {"no_scaling": 1.0, "scaled_by_d_k": float(query.shape[-1])}.get(
-        mistake, math.sqrt(query.shape[-1])
-    )
+    divisor = {
+        "no_scaling": 1.0,
+        "scaled_by_d_k": float(query.shape[-1]),
+        "scaled_by_value_width": math.sqrt(value.shape[-1]),
+    }.get(mistake, math.sqrt(query.shape[-1]))
+    if (mistake, how) == ("scaled_by_sequence_length", "keys"):
+        divisor = math.sqrt(key.shape[-2])
     if mistake == "scale_multiplied":
         divisor = 1 / math.sqrt(query.shape[-1])
     q = query.double() / divisor  # [..., Tq, Dk]
     k, v = key.double(), value.double()
     key_len = k.shape[-2]
+    stop = key_len
     if mistake == "last_block_dropped":
-        key_len = key_len // block_size * block_size
+        key_len = stop = key_len // block_size * block_size
+    if mistake == "blocks_stop_early":
+        stop = key_len - block_size
+    width = block_size - 1 if mistake == "block_slice_short" else block_size
     start = 0.0 if how == "zero_start" else -math.inf
     row_max = torch.full((*q.shape[:-1], 1), start, dtype=torch.float64)  # [..., Tq, 1]
     row_sum = torch.zeros_like(row_max)  # [..., Tq, 1]
     acc = torch.zeros(*torch.broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1])
     acc = acc.double()  # [..., Tq, Dv]
-    for begin in range(0, key_len, block_size):
-        block = slice(begin, begin + block_size)
+    for begin in range(0, stop, block_size):
+        block = slice(begin, begin + width)
         scores = q @ k[..., block, :].transpose(-2, -1)  # [..., Tq, Tb]
-        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))  # [..., Tq, 1]
+        if (mistake, how) == ("scaled_by_sequence_length", "block"):
+            scores = scores * math.sqrt(query.shape[-1]) / math.sqrt(scores.shape[-1])
+        block_max = scores.amax(dim=-1, keepdim=True)  # [..., Tq, 1]
+        new_max = torch.maximum(row_max, block_max)  # [..., Tq, 1]
         rescale = torch.exp(row_max - new_max)  # [..., Tq, 1]
         if mistake == "rescale_inverted":
             rescale = torch.exp(new_max - row_max).nan_to_num(nan=1.0)  # the first block: inf - inf
-        p = torch.exp(scores - (row_max if mistake == "exp_with_old_max" else new_max))
+        if mistake == "rescale_with_block_max":
+            rescale = torch.exp(row_max - block_max)
+        reference = {"exp_with_old_max": row_max, "exp_with_block_max": block_max}
+        p = torch.exp(scores - reference.get(mistake, new_max))  # [..., Tq, Tb]
+        if mistake == "new_block_rescaled":
+            p = p * rescale
+            rescale = torch.ones_like(rescale)
+        if mistake == "block_normalised":
+            p = p / p.sum(dim=-1, keepdim=True)
         keep_sum = mistake in ("sum_not_rescaled", "nothing_rescaled")
         keep_acc = mistake in ("acc_not_rescaled", "nothing_rescaled")
         if mistake == "rescaled_after_adding":
@@ -133,7 +184,8 @@ def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.T
             acc = (acc if keep_acc else acc * rescale) + p @ v[..., block, :]
         if mistake != "max_not_carried":
             row_max = new_max
-    output = acc if mistake == "not_divided_by_sum" else acc / row_sum
+    divide = mistake != "not_divided_by_sum" and how != "no_division"
+    output = acc / row_sum if divide else acc
     return output.to(query.dtype)
 
 
@@ -180,7 +232,47 @@ _ONLINE_MISTAKES = (
     "rescale_inverted",
     "not_divided_by_sum",
     "last_block_dropped",
+    "blocks_stop_early",
+    "block_slice_short",
+    "new_block_rescaled",
+    "rescale_with_block_max",
+    "exp_with_block_max",
+    "block_normalised",
+    "block_normalised/no_division",
+    "scaled_by_value_width",
+    "scaled_by_sequence_length/keys",
+    "scaled_by_sequence_length/block",
 )
+
+
+def _right_on_probes(fn: Callable, shapes: list[tuple]) -> bool:
+    """Whether ``fn`` returns the right output on probes of the given shapes, each
+    ``(query shape, key shape, value shape, block_size)``."""
+    g = torch.Generator().manual_seed(70)
+    for q_shape, k_shape, v_shape, block_size in shapes:
+        args = (randn(g, *q_shape), randn(g, *k_shape), randn(g, *v_shape), block_size)
+        expected = tiled_attention(*args[:3], block_size=block_size)
+        got = call_quietly(fn, args)
+        if not (isinstance(got, torch.Tensor) and close(got, expected, *tolerance(got.dtype))):
+            return False
+    return True
+
+
+# Probes that hide a size taken from the wrong tensor (Tq = Tk, d_k = d_v), and probes with one
+# query and one batch, which hide a reduction without keepdim (a [1, 1] broadcasts like
+# [1, 1, 1]).
+_SAME_SIZES = [((2, 6, 4), (2, 6, 4), (2, 6, 4), 4), ((1, 5, 8), (1, 5, 8), (1, 5, 8), 2)]
+_ONE_QUERY = [((1, 1, 4), (1, 10, 4), (1, 10, 6), 4), ((1, 1, 8), (1, 7, 8), (1, 7, 3), 3)]
+
+
+def _sizes_mistake(fn: Callable) -> str | None:
+    """``sizes_mixed_up`` or ``keepdim_missing`` when ``fn``, wrong on a case, is right on the
+    probes that hide that mistake (and on no probe that shows it)."""
+    if _right_on_probes(fn, _SAME_SIZES):
+        return "sizes_mixed_up"
+    if _right_on_probes(fn, _ONE_QUERY):
+        return "keepdim_missing"
+    return None
 
 
 def _online_cases() -> list[Case]:
@@ -248,12 +340,15 @@ def check_online_softmax(fn: Callable) -> None:
     Mistakes it names: ``sum_not_rescaled``, ``acc_not_rescaled``, ``nothing_rescaled``,
     ``rescale_inverted``, ``not_divided_by_sum``, ``last_block_dropped``, ``online_overflow``,
     ``max_started_at_zero``, ``exp_with_old_max``, ``max_not_carried``,
-    ``rescaled_after_adding``, ``full_score_matrix``, ``no_scaling``, ``scaled_by_d_k``,
-    ``scale_multiplied``, ``wrong_dtype`` (see :data:`MISTAKES`). NaN on ordinary scores is
-    told apart by the shape of the first exponential that comes out infinite (traced while the
-    function runs again). When no mistake fits, the message says whether the output is right
-    with every key in one block, which separates the per-block arithmetic from the carrying of
-    one block into the next.
+    ``rescaled_after_adding``, ``blocks_stop_early``, ``block_slice_short``,
+    ``new_block_rescaled``, ``rescale_with_block_max``, ``exp_with_block_max``,
+    ``block_normalised``, ``full_score_matrix``, ``no_scaling``, ``scaled_by_d_k``,
+    ``scaled_by_value_width``, ``scaled_by_sequence_length``, ``scale_multiplied``,
+    ``keepdim_missing``, ``sizes_mixed_up``, ``wrong_dtype`` (see :data:`MISTAKES`). NaN on
+    ordinary scores is told apart by the shape of the first exponential that comes out infinite
+    (traced while the function runs again). When no mistake fits, the message says whether the
+    output is right with every key in one block, which separates the per-block arithmetic from
+    the carrying of one block into the next.
 
     Args:
         fn: The learner's function.
@@ -274,7 +369,7 @@ def check_online_softmax(fn: Callable) -> None:
             peak = peak_memory(lambda case=case, results=results: results.append(run(fn, case)))
             (output,) = results
         else:
-            output, peak = run(fn, case), 0
+            output, peak = run(fn, case, lambda error: _sizes_mistake(fn)), 0
         if isinstance(output, tuple | list):
             fail(
                 fn_name,
@@ -317,6 +412,9 @@ def check_online_softmax(fn: Callable) -> None:
             variants, case, expected = context
             if match_variant(got, variants, tolerance(expected.dtype)):
                 return None  # compare names it
+            mistake = _sizes_mistake(fn)
+            if mistake:
+                return f"the output differs: {difference(got[0], expected)}", mistake
             fail(
                 fn_name,
                 case,

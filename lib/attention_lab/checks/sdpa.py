@@ -146,6 +146,8 @@ def attention_variant(
     unsqueeze_mask: bool = False,
     fill: str = "min",
     zero_blocked: bool = True,
+    zero_after_output: bool = False,
+    zero_where_allowed: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention with one deliberate deviation; the defaults give the right answer.
 
@@ -205,18 +207,21 @@ def attention_variant(
         weights = exp / exp.sum(dim=dim)  # broadcasts the sums along the wrong axis
     else:
         weights = s
+    unzeroed = weights  # what the output reads when it is computed before the zeroing
     if mask is not None and zero_blocked:
-        weights = weights.masked_fill(~mask, 0.0)
+        weights = weights.masked_fill(mask if zero_where_allowed else ~mask, 0.0)
     if mask is not None and renormalise_after_mask:
         weights = weights / weights.sum(dim=-1, keepdim=True)  # 0 / 0 in a fully masked row
     if scale_after_softmax:
         weights = weights / divisor
+    if not zero_after_output:
+        unzeroed = weights
     if output == "weights":
         out = weights
     elif output == "weights^T @ value":
-        out = weights.transpose(-2, -1) @ (k if use_keys else v)
+        out = unzeroed.transpose(-2, -1) @ (k if use_keys else v)
     else:
-        out = weights @ (k if use_keys else v)
+        out = unzeroed @ (k if use_keys else v)
     returned = {"weights": weights, "scaled_scores": scaled, "raw_scores": raw, "masked_scores": s}[
         weights_returned
     ]

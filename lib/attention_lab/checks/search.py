@@ -44,6 +44,15 @@ MISTAKES = register_mistakes(
             "trailing axis, mask[..., None] (or mask.unsqueeze(-1)), shape [B, T, 1], so that "
             "it multiplies every feature of a token"
         ),
+        "normalised_wrong_norm": (
+            "each pooled vector is divided by another size than its length: divide by the "
+            "square root of its sum of squares, x.norm(dim=-1, keepdim=True), or use "
+            "F.normalize(x, dim=-1)"
+        ),
+        "pooled_last_token": (
+            "the sentence vector is the last token's vector: mean-pool over all the real "
+            "tokens, (hidden * mask[..., None]).sum(dim=1) / mask.sum(dim=1)"
+        ),
         "empty_sequence_nan": (
             "NaN for a sequence that is all padding: it has 0 real tokens and 0 / 0 is NaN; "
             "clamp the count (count.clamp(min=1e-9)) so that its pooled vector is 0, and "
@@ -118,6 +127,9 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
             return hidden.sum(dim=1) / count if how == "sum" else hidden.mean(dim=1)  # [B, D]
         if mistake == "pooled_first_token":
             return hidden[:, 0]  # [B, D]
+        if mistake == "pooled_last_token":
+            last = (weights[..., 0].sum(dim=1).long() - 1).clamp(min=0)  # [B]
+            return hidden[:, -1] if how == "position" else hidden[torch.arange(len(last)), last]
         if mistake == "max_pooled":
             hidden = hidden.masked_fill(weights == 0, -math.inf) if how == "masked" else hidden
             return hidden.amax(dim=1).nan_to_num(neginf=0.0)  # [B, D]
@@ -135,6 +147,12 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
         side = {"queries": queries, "documents": documents}
         side[how] = F.normalize(side[how], dim=-1)
         queries, documents = side["queries"], side["documents"]
+    elif mistake == "normalised_wrong_norm":
+
+        def size(x):
+            return (x * x).sum(-1, keepdim=True) if how == "squared" else x.abs().sum(-1, True)
+
+        queries, documents = queries / size(queries), documents / size(documents)
     elif mistake != "cosine_not_normalised":
         queries, documents = F.normalize(queries, dim=-1), F.normalize(documents, dim=-1)
     scores = queries @ documents.T  # [Q, N]
@@ -150,11 +168,15 @@ _SEARCH_MISTAKES = (
     "mean_over_padding/sum",
     "tokens_normalised_before_pooling",
     "pooled_first_token",
+    "pooled_last_token/real",
+    "pooled_last_token/position",
     "max_pooled",
     "max_pooled/masked",
     "pool_mask_inverted",
     "cosine_not_normalised",
     "normalised_wrong_axis",
+    "normalised_wrong_norm/squared",
+    "normalised_wrong_norm/l1",
     "normalised_one_side/queries",
     "normalised_one_side/documents",
     "ranked_ascending",
@@ -221,7 +243,8 @@ def check_pooling_and_search(fn: Callable) -> None:
     Mistakes it names: ``mean_over_padding``, ``pool_mask_not_unsqueezed``,
     ``pool_mask_inverted``, ``tokens_normalised_before_pooling``, ``pooled_first_token``,
     ``max_pooled``, ``empty_sequence_nan``, ``cosine_not_normalised``,
-    ``normalised_wrong_axis``, ``normalised_one_side``, ``search_scores_transposed``,
+    ``normalised_wrong_axis``, ``normalised_wrong_norm``, ``pooled_last_token``,
+    ``normalised_one_side``, ``search_scores_transposed``,
     ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says whether the
     scores or only the ranking are wrong, and which queries and documents (padded or not).
