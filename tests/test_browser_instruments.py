@@ -15,15 +15,24 @@ Shifting a softmax's inputs by at most ``delta`` scales every weight by a factor
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 import pytest
 import torch
-from test_browser_a11y import BLOCKING, page_weights, run_axe
 
 from attention_lab.attention import scaled_dot_product_attention
-from conftest import SCREENSHOTS, element_screenshot
+from support import page_weights
+from support.accessibility import blocking, run_axe
+from support.browser import (
+    DESKTOP,
+    NO_SIDEWAYS_SCROLL,
+    PHONE,
+    Tab,
+    element_screenshot,
+    fits_the_width,
+)
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -101,37 +110,72 @@ SET_RANGE = """([selector, value]) => {
 }"""
 
 
-class Tab:
-    """A chapter in a local-only tab; records console errors, dialogs and every request."""
+class Instrument(Tab):
+    """A chapter's instrument in a local-only tab; records console errors, dialogs and requests."""
 
     def __init__(
-        self, browser, server: str, width: int = 1280, path: str = PAGE, name: str = "scaling"
+        self, browser, server: str, viewport=DESKTOP, path: str = PAGE, name: str = "scaling"
     ) -> None:
-        self.name = name
-        self.tab = page_weights.local_tab(browser, server)
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        self.tab.on("request", lambda r: self.requests.append(r.url))
-        self.tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.tab.set_viewport_size({"width": width, "height": 900})
-        self.tab.goto(f"{server}/{path}", wait_until="load")
-        self.tab.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
+        super().__init__(browser, server, timeout=120_000, viewport=viewport)
+        self.name, self.path = name, path
+        self.goto(path)
+        self.page.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
 
     def state(self) -> dict:
         reader = {"scaling": READ, "masks": READ_MASKS, "positional": READ_PE, "heads": READ_HEADS}
         reader = reader[self.name]
-        return self.tab.evaluate(reader)
+        return self.page.evaluate(reader)
 
     def set_range(self, name: str, value: float) -> None:
-        self.tab.evaluate(SET_RANGE, [f"#instrument-{self.name}-{name}", value])
+        self.page.evaluate(SET_RANGE, [f"#instrument-{self.name}-{name}", value])
 
 
 @pytest.fixture(scope="module")
-def page(browser, server):
-    tab = Tab(browser, server)
-    yield tab
-    tab.tab.close()
+def scaling_page(browser, server):
+    with Instrument(browser, server) as tab:
+        yield tab
+
+
+def assert_accessible(instrument: Instrument, axe) -> None:
+    """No critical or serious axe-core violation (WCAG 2.0/2.1 A and AA) on the page."""
+    found = blocking(run_axe(instrument.page, axe))
+    assert not found, found
+
+
+@contextlib.contextmanager
+def on_a_phone(browser, server, name: str):
+    """The instrument ``name`` in a 390 px tab, for the block to set up or measure; then checked:
+    no sideways scroll, the box within the width (screenshot), no error."""
+    phone = Instrument(browser, server, PHONE, path=INSTRUMENT_PAGES[name], name=name)
+    try:
+        yield phone
+        box = fits_the_width(phone.page, f"#instrument-{name}")
+        element_screenshot(box, f"instrument_{name}_390px")
+        assert not phone.errors, phone.errors
+    finally:
+        phone.close()
+
+
+def assert_light_and_local(instrument: Instrument, browser, server, html_dir) -> None:
+    """No error, no request leaving the machine, a first visit within the page-weight budget."""
+    assert not instrument.errors, instrument.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in instrument.requests)
+    first_visit, missing = page_weights.first_visit(browser, server, html_dir, instrument.path)
+    assert not missing, missing
+    print(f"{instrument.path}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+def accessible_on_a_phone_and_light(instrument, browser, server, html_dir, axe, prepare=None):
+    """Every instrument's page: accessible, a desktop screenshot, readable at 390 px (after
+    ``prepare(phone)``), no error, nothing fetched from outside, within the weight budget."""
+    assert_accessible(instrument, axe)
+    name = instrument.name
+    element_screenshot(instrument.page.locator(f"#instrument-{name}"), f"instrument_{name}")
+    with on_a_phone(browser, server, name) as phone:
+        if prepare is not None:
+            prepare(phone)
+    assert_light_and_local(instrument, browser, server, html_dir)
 
 
 def check_against_the_library(state: dict) -> dict:
@@ -185,8 +229,8 @@ def check_against_the_library(state: dict) -> dict:
 # --- the tests -----------------------------------------------------------------------------
 
 
-def test_default_settings_match_the_library_and_the_prose(page):
-    state = page.state()
+def test_default_settings_match_the_library_and_the_prose(scaling_page):
+    state = scaling_page.state()
     assert (state["seed"], state["dK"], state["numKeys"], state["temperature"]) == (0, 1024, 16, 1)
     check_against_the_library(state)
     # The text description's claims at these settings (book/explorers.yml): all the weight on
@@ -200,17 +244,17 @@ def test_default_settings_match_the_library_and_the_prose(page):
     assert f"{state['unscaled']['maxWeight']:.3f}" in state["table"]
 
 
-def test_settings_from_the_keyboard_and_the_seed_field(page):
-    tab = page.tab
+def test_settings_from_the_keyboard_and_the_seed_field(scaling_page):
+    tab = scaling_page.page
     tab.focus("#instrument-scaling-dk")
     for _ in range(4):  # 2**10 -> 2**6
         tab.keyboard.press("ArrowLeft")
     tab.focus("#instrument-scaling-tau")
     for _ in range(3):  # log2 tau 0 -> 0.75
         tab.keyboard.press("ArrowRight")
-    page.set_range("keys", 7)
+    scaling_page.set_range("keys", 7)
     tab.fill("#instrument-scaling-seed", "12345")
-    state = page.state()
+    state = scaling_page.state()
     assert (state["seed"], state["dK"], state["numKeys"]) == (12345, 64, 7)
     assert state["temperature"] == pytest.approx(2**0.75)
     assert tab.get_attribute("#instrument-scaling-dk", "aria-valuetext") == "d_k = 64"
@@ -218,68 +262,62 @@ def test_settings_from_the_keyboard_and_the_seed_field(page):
     # Resample: the next seed, new draws, still the library's numbers.
     tab.focus("#instrument-scaling .instrument-button")
     tab.keyboard.press("Enter")
-    again = page.state()
+    again = scaling_page.state()
     assert again["seed"] == 12346 and tab.input_value("#instrument-scaling-seed") == "12346"
     assert again["query"] != state["query"]
     check_against_the_library(again)
     tab.fill("#instrument-scaling-seed", "-3")
-    assert "whole number" in page.state()["status"]
+    assert "whole number" in scaling_page.state()["status"]
     tab.fill("#instrument-scaling-seed", "0")
 
 
-def test_the_prose_claims_hold_in_the_page(page):
-    page.set_range("keys", 16)
-    page.set_range("tau", 0)
-    page.tab.fill("#instrument-scaling-seed", "0")
-    page.set_range("dk", 10)
-    at_1024 = page.state()
+def test_the_prose_claims_hold_in_the_page(scaling_page):
+    scaling_page.set_range("keys", 16)
+    scaling_page.set_range("tau", 0)
+    scaling_page.page.fill("#instrument-scaling-seed", "0")
+    scaling_page.set_range("dk", 10)
+    at_1024 = scaling_page.state()
     # d_k = 1: scaling divides by 1, the two rows coincide.
-    page.set_range("dk", 0)
-    one = page.state()
+    scaling_page.set_range("dk", 0)
+    one = scaling_page.state()
     assert one["unscaled"]["weights"] == one["scaled"]["weights"]
     # d_k = 1024 and tau = 32 = sqrt(1024): the unscaled row is the scaled row at tau = 1.
-    page.set_range("dk", 10)
-    page.set_range("tau", 5)
-    hot = page.state()
+    scaling_page.set_range("dk", 10)
+    scaling_page.set_range("tau", 5)
+    hot = scaling_page.state()
     np.testing.assert_allclose(
         hot["unscaled"]["weights"], at_1024["scaled"]["weights"], rtol=1e-12, atol=1e-15
     )
     check_against_the_library(hot)
     # Resampling at d_k = 1024: nearly one-hot for most seeds, but not for all.
-    page.set_range("tau", 0)
+    scaling_page.set_range("tau", 0)
     largest = []
     for _ in range(20):
-        page.tab.click("#instrument-scaling .instrument-button")
-        largest.append(page.state()["unscaled"]["maxWeight"])
+        scaling_page.page.click("#instrument-scaling .instrument-button")
+        largest.append(scaling_page.state()["unscaled"]["maxWeight"])
     assert sum(m > 0.99 for m in largest) > 10 and min(largest) < 0.99, largest
-    page.tab.fill("#instrument-scaling-seed", "0")
+    scaling_page.page.fill("#instrument-scaling-seed", "0")
 
 
-def test_the_widest_and_smallest_settings(page):
+def test_the_widest_and_smallest_settings(scaling_page):
     # 32 keys of width 1024 at tau = 1/4: the most saturated row the sliders allow.
-    page.set_range("dk", 10)
-    page.set_range("keys", 32)
-    page.set_range("tau", -2)
-    errors = check_against_the_library(page.state())
+    scaling_page.set_range("dk", 10)
+    scaling_page.set_range("keys", 32)
+    scaling_page.set_range("tau", -2)
+    errors = check_against_the_library(scaling_page.state())
     assert errors[("scaled", "torch.float64")] < 1e-12
-    page.set_range("keys", 2)
-    page.set_range("dk", 0)
-    check_against_the_library(page.state())
-    page.set_range("keys", 16)
-    page.set_range("dk", 10)
-    page.set_range("tau", 0)
+    scaling_page.set_range("keys", 2)
+    scaling_page.set_range("dk", 0)
+    check_against_the_library(scaling_page.state())
+    scaling_page.set_range("keys", 16)
+    scaling_page.set_range("dk", 10)
+    scaling_page.set_range("tau", 0)
 
 
-def test_the_instrument_is_accessible(page, axe):
-    result = run_axe(page.tab)
-    blocking = [
-        (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
-        for v in result["violations"]
-        if v["impact"] in BLOCKING
-    ]
-    assert not blocking, blocking
+def test_the_instrument_is_accessible(scaling_page, axe):
+    assert_accessible(scaling_page, axe)
     # Every control has a label a screen reader announces.
-    unnamed = page.tab.evaluate(
+    unnamed = scaling_page.page.evaluate(
         "() => Array.from(document.querySelectorAll('#instrument-scaling input'))"
         ".filter((i) => !i.labels || i.labels.length === 0).map((i) => i.id)"
     )
@@ -287,15 +325,9 @@ def test_the_instrument_is_accessible(page, axe):
 
 
 def test_readable_on_a_phone(browser, server):
-    phone = Tab(browser, server, width=390)
-    try:
-        assert phone.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = phone.tab.locator("#instrument-scaling")
-        assert box.bounding_box()["width"] <= 390
+    with on_a_phone(browser, server, "scaling") as phone:
         # The chart's smallest text, in CSS pixels: its font size times the viewBox's scale.
-        smallest = phone.tab.evaluate(
+        smallest = phone.page.evaluate(
             """() => {
               const svg = document.querySelector('#instrument-scaling svg');
               const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
@@ -305,30 +337,16 @@ def test_readable_on_a_phone(browser, server):
             }"""
         )
         assert smallest >= 9, smallest  # the book's floor for figure text (test_figure_text.py)
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "instrument_scaling_390px.png"))
-        assert not phone.errors, phone.errors
-    finally:
-        phone.tab.close()
 
 
-def test_a_desktop_screenshot(page):
-    assert page.tab.evaluate(
-        "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-    )
-    element_screenshot(page.tab.locator("#instrument-scaling"), "instrument_scaling")
+def test_a_desktop_screenshot(scaling_page):
+    assert scaling_page.page.evaluate(NO_SIDEWAYS_SCROLL)
+    element_screenshot(scaling_page.page.locator("#instrument-scaling"), "instrument_scaling")
 
 
-def test_no_error_no_request_outside_and_no_plotly(page, server, browser, html_dir):
-    assert not page.errors, page.errors
-    assert all(u.startswith((server, "data:", "blob:")) for u in page.requests)
-    assert not [u for u in page.requests if "plotly" in u]
-    files, missing = page_weights.fetched_files(browser, server, html_dir, PAGE)
-    assert not missing, missing
-    first_visit = sum(page_weights.compressed_size(f) for f in files)
-    print(f"{PAGE}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+def test_no_error_no_request_outside_and_no_plotly(scaling_page, server, browser, html_dir):
+    assert not [u for u in scaling_page.requests if "plotly" in u]
+    assert_light_and_local(scaling_page, browser, server, html_dir)
 
 
 # --- chapter 05: masks and fills -------------------------------------------------------------
@@ -347,9 +365,8 @@ HEAD_DIM = 4  # masks.js's DH
 
 @pytest.fixture(scope="module")
 def masks_page(browser, server):
-    tab = Tab(browser, server, path=MASKS_PAGE, name="masks")
-    yield tab
-    tab.tab.close()
+    with Instrument(browser, server, path=MASKS_PAGE, name="masks") as tab:
+        yield tab
 
 
 def library_mask(state: dict) -> torch.Tensor | None:
@@ -419,7 +436,7 @@ def test_masks_defaults_match_the_library_and_the_prose(masks_page):
 
 
 def test_masks_the_three_fills_of_an_empty_row(masks_page):
-    tab = masks_page.tab
+    tab = masks_page.page
     library = np.asarray(masks_page.state()["weights"]).reshape(6, 6)
     tab.select_option("#instrument-masks-fill", "-inf")
     state = masks_page.state()
@@ -435,7 +452,7 @@ def test_masks_the_three_fills_of_an_empty_row(masks_page):
 
 
 def test_masks_right_padding_and_each_mask_alone_empty_no_row(masks_page):
-    tab = masks_page.tab
+    tab = masks_page.page
     tab.select_option("#instrument-masks-side", "right")
     by_fill = {}
     for fill in ("-inf", "-1e9", "library"):
@@ -462,7 +479,7 @@ def test_masks_right_padding_and_each_mask_alone_empty_no_row(masks_page):
 
 
 def test_masks_from_the_keyboard_with_other_settings(masks_page):
-    tab = masks_page.tab
+    tab = masks_page.page
     tab.focus("#instrument-masks-length")
     for _ in range(3):  # T = 6 -> 9
         tab.keyboard.press("ArrowRight")
@@ -491,32 +508,14 @@ def test_masks_from_the_keyboard_with_other_settings(masks_page):
 
 
 def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, server, html_dir, axe):
-    result = run_axe(masks_page.tab)
-    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-    assert not blocking, blocking
-    masks_page.tab.locator("#instrument-masks").screenshot(
-        path=str(SCREENSHOTS / "instrument_masks.png")
+    accessible_on_a_phone_and_light(
+        masks_page,
+        browser,
+        server,
+        html_dir,
+        axe,
+        prepare=lambda phone: phone.set_range("length", 10),
     )
-    phone = Tab(browser, server, width=390, path=MASKS_PAGE, name="masks")
-    try:
-        phone.set_range("length", 10)
-        assert phone.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = phone.tab.locator("#instrument-masks")
-        assert box.bounding_box()["width"] <= 390
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "instrument_masks_390px.png"))
-        assert not phone.errors, phone.errors
-    finally:
-        phone.tab.close()
-    assert not masks_page.errors, masks_page.errors
-    assert all(u.startswith((server, "data:", "blob:")) for u in masks_page.requests)
-    files, missing = page_weights.fetched_files(browser, server, html_dir, MASKS_PAGE)
-    assert not missing, missing
-    first_visit = sum(page_weights.compressed_size(f) for f in files)
-    print(f"{MASKS_PAGE}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
 
 
 # --- chapter 04: the sinusoidal encoding --------------------------------------------------------
@@ -532,9 +531,8 @@ READ_PE = """() => {
 
 @pytest.fixture(scope="module")
 def pe_page(browser, server):
-    tab = Tab(browser, server, path=PE_PAGE, name="positional")
-    yield tab
-    tab.tab.close()
+    with Instrument(browser, server, path=PE_PAGE, name="positional") as tab:
+        yield tab
 
 
 def check_encoding(state: dict) -> None:
@@ -579,7 +577,7 @@ def test_positional_defaults_match_the_library(pe_page):
 
 
 def test_positional_the_prose_claims_and_other_settings(pe_page):
-    tab = pe_page.tab
+    tab = pe_page.page
     # d_model = 16: pair 7 (dimensions 14, 15) is the last and barely moves over 100 positions.
     pe_page.set_range("d", 16)
     pe_page.set_range("pair", 7)
@@ -620,31 +618,7 @@ def test_positional_the_prose_claims_and_other_settings(pe_page):
 def test_positional_accessible_readable_on_a_phone_and_light(
     pe_page, browser, server, html_dir, axe
 ):
-    result = run_axe(pe_page.tab)
-    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-    assert not blocking, blocking
-    pe_page.tab.locator("#instrument-positional").screenshot(
-        path=str(SCREENSHOTS / "instrument_positional.png")
-    )
-    phone = Tab(browser, server, width=390, path=PE_PAGE, name="positional")
-    try:
-        assert phone.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = phone.tab.locator("#instrument-positional")
-        assert box.bounding_box()["width"] <= 390
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "instrument_positional_390px.png"))
-        assert not phone.errors, phone.errors
-    finally:
-        phone.tab.close()
-    assert not pe_page.errors, pe_page.errors
-    assert all(u.startswith((server, "data:", "blob:")) for u in pe_page.requests)
-    files, missing = page_weights.fetched_files(browser, server, html_dir, PE_PAGE)
-    assert not missing, missing
-    first_visit = sum(page_weights.compressed_size(f) for f in files)
-    print(f"{PE_PAGE}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+    accessible_on_a_phone_and_light(pe_page, browser, server, html_dir, axe)
 
 
 # --- chapter 03: multi-head attention's split ------------------------------------------------
@@ -663,9 +637,8 @@ READ_HEADS = """() => {
 
 @pytest.fixture(scope="module")
 def heads_page(browser, server):
-    tab = Tab(browser, server, path=HEADS_PAGE, name="heads")
-    yield tab
-    tab.tab.close()
+    with Instrument(browser, server, path=HEADS_PAGE, name="heads") as tab:
+        yield tab
 
 
 def check_heads(state: dict) -> np.ndarray:
@@ -712,7 +685,7 @@ def test_heads_defaults_match_the_library(heads_page):
 
 
 def test_heads_other_settings_from_the_keyboard(heads_page):
-    tab = heads_page.tab
+    tab = heads_page.page
     tab.select_option("#instrument-heads-h", "8")
     state = heads_page.state()
     assert state["heads"] == 8 and state["headDim"] == 3
@@ -741,31 +714,7 @@ def test_heads_other_settings_from_the_keyboard(heads_page):
 
 
 def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, server, html_dir, axe):
-    result = run_axe(heads_page.tab)
-    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-    assert not blocking, blocking
-    heads_page.tab.locator("#instrument-heads").screenshot(
-        path=str(SCREENSHOTS / "instrument_heads.png")
-    )
-    phone = Tab(browser, server, width=390, path=HEADS_PAGE, name="heads")
-    try:
-        assert phone.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = phone.tab.locator("#instrument-heads")
-        assert box.bounding_box()["width"] <= 390
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "instrument_heads_390px.png"))
-        assert not phone.errors, phone.errors
-    finally:
-        phone.tab.close()
-    assert not heads_page.errors, heads_page.errors
-    assert all(u.startswith((server, "data:", "blob:")) for u in heads_page.requests)
-    files, missing = page_weights.fetched_files(browser, server, html_dir, HEADS_PAGE)
-    assert not missing, missing
-    first_visit = sum(page_weights.compressed_size(f) for f in files)
-    print(f"{HEADS_PAGE}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+    accessible_on_a_phone_and_light(heads_page, browser, server, html_dir, axe)
 
 
 # --- both themes ---------------------------------------------------------------------------------
@@ -810,41 +759,39 @@ INSTRUMENT_PAGES = {
 def test_readable_in_both_themes_and_restyled_by_the_switch(browser, server, name):
     # The theme's switch sets data-theme on <html> while the page is open: the instruments'
     # text must follow at once, each weight cell keeping an ink of at least 4.5:1 on its colour.
-    tab = Tab(browser, server, path=INSTRUMENT_PAGES[name], name=name)
+    tab = Instrument(browser, server, path=INSTRUMENT_PAGES[name], name=name)
     try:
         if name == "masks":  # empty rows of NaN, blocked cells and large weights, all at once
-            tab.tab.select_option("#instrument-masks-fill", "-inf")
+            tab.page.select_option("#instrument-masks-fill", "-inf")
         if name == "heads":  # two tokens: weights near 0 and 1, dark and light cells
             tab.set_range("t", 2)
             for seed in range(20):
-                tab.tab.fill("#instrument-heads-seed", str(seed))
+                tab.page.fill("#instrument-heads-seed", str(seed))
                 top = "() => Math.max(...window.attentionInstruments.heads.weights)"
-                if tab.tab.evaluate(top) > 0.9:
+                if tab.page.evaluate(top) > 0.9:
                     break
         fills = {}
         for theme in ("dark", "light", "dark"):
-            tab.tab.evaluate(f"() => {{ document.documentElement.dataset.theme = '{theme}'; }}")
-            rows = tab.tab.evaluate(CONTRASTS, TEXT)
+            tab.page.evaluate(f"() => {{ document.documentElement.dataset.theme = '{theme}'; }}")
+            rows = tab.page.evaluate(CONTRASTS, TEXT)
             assert len(rows) >= 10, rows
             worst = min(rows, key=lambda r: r["ratio"])
             assert worst["ratio"] >= 4.5, (theme, worst)
-            fills[theme] = tab.tab.evaluate(
+            fills[theme] = tab.page.evaluate(
                 "() => Array.from(document.querySelectorAll('.instrument-plot text'),"
                 " (t) => getComputedStyle(t).fill).join()"
             )
             if name == "heads":  # dark cells get white ink, light ones black
-                inks = tab.tab.evaluate(
+                inks = tab.page.evaluate(
                     "() => new Set(Array.from(document.querySelectorAll('.instrument-grid td'),"
                     " (c) => getComputedStyle(c).color)).size"
                 )
                 assert inks == 2, inks
             if name == "masks":
-                assert tab.tab.locator("td.instrument-nan").count() > 0
+                assert tab.page.locator("td.instrument-nan").count() > 0
         if name in ("scaling", "positional"):
             assert fills["dark"] != fills["light"], fills
-        tab.tab.locator(f"#instrument-{name}").screenshot(
-            path=str(SCREENSHOTS / f"instrument_{name}_dark.png")
-        )
+        element_screenshot(tab.page.locator(f"#instrument-{name}"), f"instrument_{name}_dark")
         assert not tab.errors, tab.errors
     finally:
-        tab.tab.close()
+        tab.close()

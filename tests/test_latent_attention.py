@@ -12,7 +12,7 @@ from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
 
 from attention_lab.attention import LatentAttention, LatentCache, MultiHeadAttention
 from attention_lab.masks import causal_mask, padding_mask
-from conftest import random_inputs
+from support.tensors import random_inputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
