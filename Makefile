@@ -108,11 +108,11 @@ bench-book: book $(NODE_STAMP)
 # Chapter 09's live attention box in headless Chromium: the click's download, the time to the
 # first map, the time per sentence of 16 and 64 tokens (needs `make book`).
 bench-live: book
-	$(BIN)/python benchmarks/live_attention.py
+	PYTHONPATH=tests$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python benchmarks/live_attention.py
 
 # Compressed bytes each built page downloads, first visit and next page (needs `make book`).
 bench-weights: $(STAMP)
-	$(BIN)/python benchmarks/page_weights.py
+	PYTHONPATH=tests$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python benchmarks/page_weights.py
 
 serve:
 	@test -d $(BUILD)/html || { echo "no _build/html yet: run 'make book' first"; exit 1; }

@@ -21,31 +21,24 @@ Goals: first map <= 3 s, each sentence <= 300 ms, no main-thread task over 200 m
 depend on the machine and its load; nothing fails on them (tests never assert a time). Results:
 ``benchmarks/results/live_attention.txt``.
 
-Usage: ``python benchmarks/live_attention.py [path/to/_build/html]``.
+Usage: ``PYTHONPATH=tests python benchmarks/live_attention.py [path/to/_build/html]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import gzip
 import html
-import http.server
 import json
 import re
-import shutil
 import statistics
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
+from support import browser, server
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import page_weights  # noqa: E402 - after the path is set
-
 RESULTS = ROOT / "benchmarks" / "results"
 PAGE = "notebooks_src/chapters/09_attention_in_a_pretrained_model.html"
 GOAL_FIRST_MAP_MS = 3000
@@ -100,7 +93,7 @@ def long_tasks(tab, since: float) -> list[float]:
 
 
 def load(context, base: str) -> tuple[object, dict, float, list[float]]:
-    tab = page_weights.local_tab(context, base)
+    tab = browser.Tab(context, base, timeout=120_000).page
     tab.add_init_script(RECORD_LONG_TASKS)
     tab.goto(f"{base}/{PAGE}", wait_until="load")
     tab.wait_for_load_state("networkidle")
@@ -160,40 +153,18 @@ def main(argv: list[str] | None = None) -> int:
     files = [html_dir / "_static" / name for name in config["sizes"]]
     raw = sum(f.stat().st_size for f in files)
     gz = sum(served_bytes(f) for f in files)
-    from playwright.sync_api import sync_playwright
-
-    handler = functools.partial(page_weights._Quiet, directory=str(html_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    profile = tempfile.mkdtemp(prefix="live-attention-chromium-")
-    try:
-        with sync_playwright() as p:
-            context = p.chromium.launch_persistent_context(
-                profile,
-                executable_path=page_weights.CHROMIUM,
-                headless=True,
-                args=page_weights.CHROMIUM_ARGS,
-            )
-            try:
-                tab, cold, cold_wall, load_tasks = load(context, base)
-                typed = now(tab)
-                times = {n: per_sentence(tab, n) for n in (16, 64)}
-                long_ms, long_shape = run_once(tab, "attention " * 600)  # cut at 512 tokens
-                assert long_shape[2] == 512, long_shape
-                run_tasks = long_tasks(tab, typed)
-                in_worker = tab.evaluate("() => window.liveAttention.inWorker")
-                tab.close()
-                tab, warm, _, warm_tasks = load(
-                    context, base
-                )  # the files now in the browser's cache
-                tab.close()
-            finally:
-                context.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        shutil.rmtree(profile, ignore_errors=True)
+    with server.serve(html_dir) as base, browser.chromium("live-attention-chromium-") as context:
+        tab, cold, cold_wall, load_tasks = load(context, base)
+        typed = now(tab)
+        times = {n: per_sentence(tab, n) for n in (16, 64)}
+        long_ms, long_shape = run_once(tab, "attention " * 600)  # cut at 512 tokens
+        assert long_shape[2] == 512, long_shape
+        run_tasks = long_tasks(tab, typed)
+        in_worker = tab.evaluate("() => window.liveAttention.inWorker")
+        tab.close()
+        # The files now in the browser's cache.
+        tab, warm, _, warm_tasks = load(context, base)
+        tab.close()
 
     def verdict(value: float, goal: float) -> str:
         return f"goal <= {goal:.0f} ms: {'met' if value <= goal else 'MISSED'}"

@@ -1,227 +1,26 @@
-"""What a browser downloads for each page of the built book, compressed as a host serves it.
+"""`make bench-weights`: what a browser downloads for each page of the built book, as a table.
 
-Every HTML page of a built book (default: ``_build/html``; ``make book`` first) is opened in
-headless Chromium (``/usr/bin/chromium`` or ``CHROMIUM_PATH``) over a local server, and every
-file it fetches is recorded: the HTML, scripts, stylesheets, images, fonts, and what scripts load
-on demand (MathJax's components and fonts). Files referenced by a tag (``<script src>``,
-``<link rel=stylesheet|preload>``, ``<img src>``) are counted even if the browser had not
-fetched them yet (a lazy image below the fold). Each file is counted at its gzip-compressed
-size (level 6, what a static host such as GitHub Pages sends) when it is text; images and fonts,
-already compressed, at their size on disk.
+The measure and the budget are tests/support/page_weights.py's (the tests check the same
+budget): every page is opened in headless Chromium (``/usr/bin/chromium`` or ``CHROMIUM_PATH``)
+over a local server and every file it fetches or references is counted, gzip-compressed where a
+static host would compress it, for a first visit and for the next page.
 
-Two numbers per page:
-
-- **first visit**: everything the page needs, with an empty cache;
-- **next page**: what the page still needs once the *shared* assets are cached, i.e. every file
-  fetched by more than one page of the book (the theme, MathJax, plotly.js, Font Awesome). What
-  remains is the page's own HTML and images.
-
-The budget (tested by ``tests/test_browser_a11y.py``): every page at most
-``FIRST_VISIT_BUDGET`` bytes on a first visit, and the median next page at most
-``NEXT_PAGE_BUDGET``. Figures are sent as 256-colour PNGs (``plotting.use_palette_png``), which
-is what brings the pages with explorers and heatmaps under the first-visit budget.
-Sizes are in bytes; KB = 1000 bytes, MB = 1000 KB.
-
-Usage: ``python benchmarks/page_weights.py [path/to/_build/html]`` prints the table and writes it
-to ``benchmarks/results/page_weights.txt``; exits 1 if a page is over budget or links a missing
+Usage: ``PYTHONPATH=tests python benchmarks/page_weights.py [path/to/_build/html]`` (default:
+``_build/html``; ``make book`` first) prints the table and writes it to
+``benchmarks/results/page_weights.txt``; exits 1 if a page is over budget or links a missing
 file.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import gzip
-import http.server
-import os
-import shutil
-import statistics
 import sys
-import tempfile
-import threading
-from collections import Counter
-from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+
+from support import browser, page_weights, server
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-FIRST_VISIT_BUDGET = 1_500_000
-NEXT_PAGE_BUDGET = 150_000
-# Served compressed by a static host; anything else (PNG, WOFF2, ...) is already compressed.
-TEXT_SUFFIXES = {".html", ".js", ".css", ".svg", ".json", ".txt", ".map", ".ttf", ".xml"}
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"]
-
-
-class Resources(HTMLParser):
-    """The URLs of the scripts, stylesheets, preloads and images a page references by a tag."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.urls: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        rel = (found.get("rel") or "").split()
-        if tag == "script" and found.get("src"):
-            self.urls.append(found["src"])
-        elif tag == "link" and ("stylesheet" in rel or "preload" in rel) and found.get("href"):
-            self.urls.append(found["href"])
-        elif tag == "img" and found.get("src"):
-            self.urls.append(found["src"])
-
-
-def built_pages(html_dir: Path) -> list[str]:
-    """Every HTML page of the book, as paths relative to ``html_dir``."""
-    return sorted(
-        str(p.relative_to(html_dir))
-        for p in html_dir.rglob("*.html")
-        if "_static" not in p.parts and "_sources" not in p.parts
-    )
-
-
-def local_file(html_dir: Path, page: str, url: str) -> Path | None:
-    """The file ``url``, met in ``page`` (a path in ``html_dir``), points to; None if outside."""
-    parts = urlsplit(url)
-    if parts.scheme in ("data", "blob", "about"):
-        return None
-    if parts.scheme or parts.netloc:
-        path = unquote(parts.path).lstrip("/")
-        target = (html_dir / path).resolve()
-    else:
-        target = ((html_dir / page).parent / unquote(parts.path)).resolve()
-    if target.is_dir():
-        target = target / "index.html"
-    return target if target.is_relative_to(html_dir.resolve()) else None
-
-
-@functools.cache
-def compressed_size(path: Path) -> int:
-    """Bytes on the wire: gzip level 6 for text files, the file itself for the rest."""
-    data = path.read_bytes()
-    if path.suffix.lower() in TEXT_SUFFIXES:
-        return min(len(data), len(gzip.compress(data, compresslevel=6, mtime=0)))
-    return len(data)
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
-        pass
-
-
-def local_tab(context, base: str):
-    """A new tab whose requests reach only the local server ``base`` (others are aborted)."""
-    tab = context.new_page()
-    tab.set_default_timeout(120_000)
-    tab.route(
-        "**/*",
-        lambda route: (
-            route.continue_()
-            if route.request.url.startswith((base, "data:", "blob:", "about:"))
-            else route.abort()
-        ),
-    )
-    return tab
-
-
-def fetched_files(context, base: str, html_dir: Path, page: str) -> tuple[set[Path], list[str]]:
-    """Open ``page`` in a new tab; return the local files it fetched or references, and the
-    references to files that do not exist."""
-    requested: list[str] = []
-    tab = local_tab(context, base)
-    tab.on("request", lambda request: requested.append(request.url))
-    tab.goto(f"{base}/{page}", wait_until="load")
-    tab.wait_for_load_state("networkidle")
-    # MathJax fetches its fonts once typesetting is done.
-    tab.evaluate("() => window.MathJax?.startup?.promise")
-    tab.wait_for_load_state("networkidle")
-    tab.close()
-    parser = Resources()
-    parser.feed((html_dir / page).read_text(encoding="utf-8"))
-    files, missing = set(), []
-    for url in requested + parser.urls:
-        target = local_file(html_dir, page, url)
-        if target is None:
-            continue
-        if target.is_file():
-            files.add(target)
-        elif url in parser.urls:
-            missing.append(f"{page}: {url}")
-    return files, missing
-
-
-def measure(context, base: str, html_dir: Path) -> tuple[list[dict], list[str]]:
-    """Weigh every page of the book served at ``base`` from ``html_dir``.
-
-    Returns one row per page (``page``, ``files``, ``first_visit``, ``next_page``, ``plotly``:
-    whether it loads plotly.js) and the list of missing references.
-    """
-    per_page, missing = {}, []
-    for page in built_pages(html_dir):
-        files, gone = fetched_files(context, base, html_dir, page)
-        per_page[page] = files
-        missing += gone
-    uses = Counter(f for files in per_page.values() for f in files)
-    rows = []
-    for page, files in per_page.items():
-        rows.append(
-            {
-                "page": page,
-                "files": len(files),
-                "first_visit": sum(compressed_size(f) for f in files),
-                "next_page": sum(compressed_size(f) for f in files if uses[f] == 1),
-                "plotly": any("plotly" in f.name for f in files),
-                "fetched": sorted(str(f.relative_to(html_dir.resolve())) for f in files),
-            }
-        )
-    return rows, missing
-
-
-def table(rows: list[dict]) -> str:
-    width = max(len(r["page"]) for r in rows)
-    header = (
-        f"{'page':<{width}}  {'files':>5}  {'first visit KB':>14}  {'next page KB':>12}  plotly"
-    )
-    lines = [
-        "Compressed bytes a browser downloads per page (gzip as a static host serves it)",
-        header,
-        "-" * len(header),
-    ]
-    for r in rows:
-        lines.append(
-            f"{r['page']:<{width}}  {r['files']:>5}  {r['first_visit'] / 1000:>14.1f}  "
-            f"{r['next_page'] / 1000:>12.1f}  {'yes' if r['plotly'] else ''}"
-        )
-    firsts = [r["first_visit"] for r in rows]
-    nexts = [r["next_page"] for r in rows]
-    lines.append("-" * len(header))
-    lines.append(
-        f"{'median':<{width}}  {'':>5}  {statistics.median(firsts) / 1000:>14.1f}  "
-        f"{statistics.median(nexts) / 1000:>12.1f}"
-    )
-    lines.append(
-        f"{'largest':<{width}}  {'':>5}  {max(firsts) / 1000:>14.1f}  {max(nexts) / 1000:>12.1f}"
-    )
-    lines.append(
-        f"budget: every page <= {FIRST_VISIT_BUDGET / 1000:.0f} KB first visit, "
-        f"median next page <= {NEXT_PAGE_BUDGET / 1000:.0f} KB"
-    )
-    return "\n".join(lines)
-
-
-def over_budget(rows: list[dict]) -> list[str]:
-    """What breaks the budget, one line each; empty when the book is within it."""
-    problems = []
-    for r in rows:
-        if r["first_visit"] > FIRST_VISIT_BUDGET:
-            problems.append(
-                f"{r['page']}: {r['first_visit']:,} bytes on a first visit > {FIRST_VISIT_BUDGET:,}"
-            )
-    median_next = statistics.median(r["next_page"] for r in rows)
-    if median_next > NEXT_PAGE_BUDGET:
-        problems.append(f"median next page: {median_next:,.0f} bytes > {NEXT_PAGE_BUDGET:,}")
-    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,35 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     if not (html_dir / "index.html").is_file():
         print(f"no built book in {html_dir}: run `make book` first", file=sys.stderr)
         return 1
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
-        print(f"Chromium not found at {CHROMIUM}: set CHROMIUM_PATH", file=sys.stderr)
+    if not browser.chromium_found():
+        print(f"Chromium not found at {browser.CHROMIUM}: set CHROMIUM_PATH", file=sys.stderr)
         return 1
-    from playwright.sync_api import sync_playwright
-
-    handler = functools.partial(_Quiet, directory=str(html_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    profile = tempfile.mkdtemp(prefix="page-weights-chromium-")
-    try:
-        with sync_playwright() as p:
-            context = p.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-            )
-            try:
-                rows, missing = measure(
-                    context, f"http://127.0.0.1:{httpd.server_address[1]}", html_dir
-                )
-            finally:
-                context.close()
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        shutil.rmtree(profile, ignore_errors=True)
-    report = table(rows)
+    with server.serve(html_dir) as base, browser.chromium("page-weights-chromium-") as context:
+        rows, missing = page_weights.measure(context, base, html_dir)
+    report = page_weights.table(rows)
     print(report)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "page_weights.txt").write_text(report + "\n", encoding="utf-8")
-    problems = missing + over_budget(rows)
+    problems = missing + page_weights.over_budget(rows)
     for problem in problems:
         print(problem, file=sys.stderr)
     return 1 if problems else 0

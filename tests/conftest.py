@@ -12,24 +12,28 @@ it, so ``make test-fast`` (``-m "not book and not browser and not slow"``) never
 Hypothesis's budget is set once, here: the profile ``suite`` (``HYPOTHESIS_PROFILE=thorough`` runs
 ten times as many examples). A test states ``max_examples`` itself only where its examples cost
 far more or far less than most.
+
+The plumbing these fixtures hand out lives in ``tests/support/`` (importable as ``support``):
+``server`` (the built book over HTTP), ``browser`` (Chromium, the watched tab :class:`Tab` every
+browser test opens pages with, the phone's width, screenshots), ``accessibility`` (axe-core),
+``page_weights`` (what a page downloads; also ``make bench-weights``), ``figure_recorder`` (the
+cell that records the text of every figure a notebook draws), ``numerics`` (seeds and numeric
+configurations) and ``tensors`` (the library tests' inputs and tolerances).
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
-import shutil
-import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import settings
 
-from support import numerics
+from support import accessibility, figure_recorder, numerics
+from support import browser as browser_support
+from support import server as server_support
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -68,185 +72,6 @@ def pytest_collection_modifyitems(items):
                 item.add_marker(marker)
 
 
-# Put before a learner notebook's first cell when the tests execute it: for every PNG the kernel
-# renders (a figure shown by plt.show() or glued), it records the dpi it was rendered at and the
-# font size in points of every text matplotlib drew into it, keyed by the PNG's SHA-256: the PNG
-# as drawn, and the PNG Jupyter's formatter sends (they differ for a palette PNG, see
-# plotting.use_palette_png). It only observes: the figures come out byte for byte as without it.
-FIGURE_TEXT_RECORDER = """\
-import base64, functools, hashlib, json, math
-import matplotlib.axes, matplotlib.backend_bases, matplotlib.figure, matplotlib.legend
-import matplotlib.text
-from IPython.core.formatters import PNGFormatter
-
-def _record_figure_text(path):
-    drawn = []  # font sizes of the texts drawn since the PNG was asked for
-    # What the latest Figure.draw drew, in the PNG's pixels (x right, y down): the last draw of
-    # a savefig is the one that renders the PNG, after bbox_inches="tight" moved the origin.
-    layout = {"texts": [], "axes": [], "legends": []}
-    owners = []  # indices in layout["axes"] of the axes being drawn, innermost last
-    height = [0.0]  # the canvas height, to turn matplotlib's y up into the PNG's y down
-    text_draw = matplotlib.text.Text.draw
-    axes_draw = matplotlib.axes._base._AxesBase.draw
-    figure_draw = matplotlib.figure.Figure.draw
-    legend_draw = matplotlib.legend.Legend.draw
-    print_figure = matplotlib.backend_bases.FigureCanvasBase.print_figure
-
-    def png_box(bbox):
-        return [bbox.x0, height[0] - bbox.y1, bbox.x1, height[0] - bbox.y0]
-
-    def corners(text, renderer):
-        # The rectangle of the text's ink, rotated with it: matplotlib's layout box (its first
-        # corner relative to the anchor, its unrotated size) less the room the font reserves
-        # above the first line and below the last beyond what their glyphs use.
-        _, lines, ((cx, cy), (w, h)) = text._get_layout(renderer)
-        ink = []
-        for k in (0, -1):
-            line, ismath = text._preprocess_math(lines[k][0])
-            _, ih, idescent = renderer.get_text_width_height_descent(
-                line, text.get_fontproperties(), ismath=ismath) if line else (0, 0, 0)
-            ink.append((ih - idescent, idescent))
-        top = max(0.0, lines[0][1][1] - ink[0][0])
-        bottom = max(0.0, lines[-1][1][2] - ink[1][1])
-        if top + bottom >= h:
-            top = bottom = 0.0
-        x, y = text.get_transform().transform(text.get_unitless_position())
-        a = math.radians(text.get_rotation())
-        c, s = math.cos(a), math.sin(a)
-        h -= top + bottom
-        x0, y0 = x + cx - s * bottom, y + cy + c * bottom
-        points = [(x0, y0), (x0 - s * h, y0 + c * h), (x0 + c * w - s * h, y0 + s * w + c * h),
-                  (x0 + c * w, y0 + s * w)]
-        return [[px, height[0] - py] for px, py in points]
-
-    @functools.wraps(figure_draw)
-    def draw_figure(self, renderer):
-        layout["texts"].clear()
-        layout["axes"].clear()
-        layout["legends"].clear()
-        height[0] = float(getattr(renderer, "height", self.bbox.height))
-        return figure_draw(self, renderer)
-
-    @functools.wraps(axes_draw)
-    def draw_axes(self, renderer):
-        if not self.get_visible():
-            return axes_draw(self, renderer)
-        index = len(layout["axes"])
-        layout["axes"].append(None)
-        parent = owners[-1] if owners else None
-        owners.append(index)
-        try:
-            return axes_draw(self, renderer)
-        finally:
-            owners.pop()
-            # Its frame is an obstacle to other axes' texts if anything is drawn in it.
-            drawn_in = any(s.get_visible() for s in self.spines.values()) and self.axison
-            drawn_in = drawn_in or any(a.get_visible() for a in (
-                *self.images, *self.collections, *self.lines, *self.patches))
-            layout["axes"][index] = {
-                "box": png_box(self.bbox), "parent": parent, "drawn": bool(drawn_in),
-                "label": self.get_label() or "", "title": self.get_title(),
-            }
-
-    @functools.wraps(text_draw)
-    def draw(self, renderer):
-        result = text_draw(self, renderer)
-        # Text.draw itself skips invisible and empty texts; so do we.
-        if self.get_visible() and self.get_text().strip():
-            drawn.append(float(self.get_fontsize()))
-            box = matplotlib.text.Text.get_window_extent(self, renderer)
-            if not all(math.isfinite(v) for v in box.extents):
-                return result
-            quad = corners(self, renderer)
-            clip = self.get_clip_box() if self.get_clip_on() else None
-            if clip is not None:
-                inside = box.intersection(box, clip)
-                if inside is None or inside.width <= 0 or inside.height <= 0:
-                    return result  # clipped away entirely: not shown
-                if inside.bounds != box.bounds:
-                    box = inside
-                    x0, y0, x1, y1 = png_box(box)
-                    quad = [[x0, y1], [x0, y0], [x1, y0], [x1, y1]]
-            layout["texts"].append({
-                "text": self.get_text(), "size": float(self.get_fontsize()),
-                "box": png_box(box), "corners": quad,
-                "axes": owners[-1] if owners else None,
-            })
-        return result
-
-    @functools.wraps(legend_draw)
-    def draw_legend(self, renderer):
-        result = legend_draw(self, renderer)
-        if not self.get_visible():
-            return result
-        frame = self.get_window_extent(renderer)
-        ax = self.axes if self.axes is not None else None
-        hits = []
-        for artist in (ax.lines if ax is not None else []):
-            if not artist.get_visible() or artist.get_linestyle() in ("None", " ", "") and (
-                    artist.get_marker() in (None, "None", "", " ")):
-                continue
-            xy = artist.get_transform().transform(artist.get_xydata())
-            points = []
-            for (xa, ya), (xb, yb) in zip(xy[:-1], xy[1:]):
-                points += [(xa + (xb - xa) * t / 8, ya + (yb - ya) * t / 8) for t in range(8)]
-            if len(xy):
-                points.append(tuple(xy[-1]))
-            inside = [p for p in points if frame.contains(*p)]
-            if inside:
-                hits.append({"label": str(artist.get_label()), "points": len(inside)})
-        for artist in (ax.collections if ax is not None else []):
-            if type(artist).__name__ != "PathCollection" or not artist.get_visible():
-                continue  # scatter points only
-            offsets = artist.get_offsets()
-            if len(offsets) == 0 or len(offsets) > 10000:
-                continue
-            xy = artist.get_offset_transform().transform(offsets)
-            inside = [p for p in xy if frame.contains(*p)]
-            if inside:
-                hits.append({"label": str(artist.get_label()), "points": len(inside)})
-        layout["legends"].append({"box": png_box(frame), "covers": hits,
-                                  "axes": owners[-1] if owners else None})
-        return result
-
-    def measured(png, dpi):
-        return {
-            "sha256": hashlib.sha256(png).hexdigest(), "dpi": dpi, "sizes": sorted(set(drawn)),
-            "texts": list(layout["texts"]), "axes": list(layout["axes"]),
-            "legends": list(layout["legends"]),
-        }
-
-    def print_png(self, filename, *args, **kwargs):
-        drawn.clear()
-        result = print_figure(self, filename, *args, **kwargs)
-        if kwargs.get("format") == "png" and hasattr(filename, "getvalue"):
-            record = measured(filename.getvalue(), float(kwargs.get("dpi") or self.figure.dpi))
-            with open(path, "a") as file:
-                file.write(json.dumps(record) + "\\n")
-        return result
-
-    format_png = PNGFormatter.__call__
-
-    def format_figure(self, obj):
-        result = format_png(self, obj)
-        if isinstance(obj, matplotlib.figure.Figure) and result is not None:
-            data = base64.b64decode(result) if isinstance(result, str) else result
-            with open(path, "a") as file:
-                file.write(json.dumps(measured(data, float(obj.dpi))) + "\\n")
-        return result
-
-    matplotlib.text.Text.draw = draw
-    matplotlib.axes._base._AxesBase.draw = draw_axes
-    matplotlib.figure.Figure.draw = draw_figure
-    matplotlib.legend.Legend.draw = draw_legend
-    matplotlib.backend_bases.FigureCanvasBase.print_figure = print_png
-    PNGFormatter.__call__ = format_figure
-
-_record_figure_text(RECORD_PATH)
-del _record_figure_text
-"""
-
-
 @pytest.fixture(scope="session")
 def numeric_configurations() -> list[str]:
     """The two numeric configurations of the portability run: the first two of
@@ -283,8 +108,7 @@ def executed_notebook(tmp_path_factory, numeric_configurations):
         if path not in cache:
             nb = nbformat.read(path, as_version=4)
             log = records / f"{len(cache)}.jsonl"
-            source = FIGURE_TEXT_RECORDER.replace("RECORD_PATH", repr(str(log)))
-            recorder = nbformat.v4.new_code_cell(source)
+            recorder = nbformat.v4.new_code_cell(figure_recorder.notebook_cell(str(log)))
             nb.cells.insert(0, recorder)
             client = NotebookClient(
                 nb,
@@ -313,102 +137,36 @@ def default_print_options():
     torch.set_printoptions(profile="default", sci_mode=None)
 
 
-# Half-precision results are compared with a float32 reference computed from the same
-# (rounded) inputs, so the tolerance covers only the rounding inside the computation.
-HALF_TOLERANCE = {
-    torch.float16: {"atol": 2e-3, "rtol": 2e-3},
-    torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2},
-}
-
-
-def random_inputs(shapes, dtype=torch.float32, seed=0):
-    """Seeded standard-normal tensors, drawn in float64 then cast, one per shape."""
-    generator = torch.Generator().manual_seed(seed)
-    return [
-        torch.randn(shape, generator=generator, dtype=torch.float64).to(dtype) for shape in shapes
-    ]
-
-
-# Browser tests (test_browser*.py): Debian's Chromium driven by Playwright over a local server.
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-]
-SCREENSHOTS = ROOT / "tests" / "screenshots"
-# axe-core, the accessibility audit the browser tests inject into pages (npm, `make book`).
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# Browser tests (test_browser*.py): Debian's Chromium driven by Playwright over a local server
+# (tests/support/browser.py, server.py, accessibility.py).
 
 
 @pytest.fixture(scope="session")
 def axe() -> Path:
     """The path of axe-core's script; missing, the test is skipped (failed with ``CI=true``)."""
-    if not AXE.is_file():
-        missing(f"{AXE.relative_to(ROOT)} is missing: run `make book` (it runs `npm ci`)")
-    return AXE
-
-
-def element_screenshot(locator, name: str) -> Path:
-    """Write a screenshot of ``locator`` (a Playwright locator) to ``tests/screenshots/<name>.png``.
-
-    Checks what was written: a PNG as wide as the element (in CSS px, the browser's scale being
-    1), so a screenshot of nothing, or of a collapsed element, fails. Returns the file's path.
-    """
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    locator.scroll_into_view_if_needed()
-    width = locator.bounding_box()["width"]
-    locator.screenshot(path=str(path))
-    data = path.read_bytes()
-    assert data[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
-    png_width = int.from_bytes(data[16:20], "big")  # the IHDR chunk's width
-    assert width > 0 and abs(png_width - width) <= 1, (path.name, png_width, width)
-    return path
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
-        pass
+    if not accessibility.AXE.is_file():
+        where = accessibility.AXE.relative_to(ROOT)
+        missing(f"{where} is missing: run `make book` (it runs `npm ci`)")
+    return accessibility.AXE
 
 
 @pytest.fixture(scope="module")
 def server(html_dir):
-    handler = functools.partial(QuietHandler, directory=str(html_dir))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    """The built book served over HTTP: its base URL (no trailing slash)."""
+    with server_support.serve(html_dir) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (Path(CHROMIUM).is_file() or shutil.which(CHROMIUM)):
+    """A Chromium browser context (1280 x 900), with a profile of its own."""
+    if not browser_support.chromium_found():
         missing(
-            f"Chromium not found at {CHROMIUM}: apt-get install chromium (or set CHROMIUM_PATH)"
+            f"Chromium not found at {browser_support.CHROMIUM}: apt-get install chromium"
+            " (or set CHROMIUM_PATH)"
         )
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="attention-lab-chromium-")
-    with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900},
-        )
+    with browser_support.chromium() as context:
         yield context
-        context.close()
-    shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

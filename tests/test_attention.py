@@ -11,7 +11,7 @@ from torch import nn
 
 from attention_lab.attention import MultiHeadAttention, SelfAttention, scaled_dot_product_attention
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
-from conftest import HALF_TOLERANCE, random_inputs
+from support.tensors import HALF_TOLERANCE, random_inputs
 
 SHAPES = {
     # name: (query, key, value)

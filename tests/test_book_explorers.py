@@ -10,7 +10,7 @@ import torch
 
 from attention_lab import interactive
 from attention_lab.book import explorers
-from conftest import random_inputs
+from support.tensors import random_inputs
 
 MARKUP = "<img src=x onerror=alert(1)>"
 

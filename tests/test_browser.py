@@ -10,55 +10,12 @@ nothing downloads a browser. Without Chromium the tests skip, except with CI=tru
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import pytest
 
-from conftest import SCREENSHOTS
+from support.browser import PHONE, SCREENSHOTS, Tab
+from support.page_weights import built_pages
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
-
-
-class PageVisit:
-    """Loads one page and records what a reader's browser would complain about."""
-
-    def __init__(self, context, base: str, path: str):
-        self.errors: list[str] = []
-        self.outside: list[str] = []
-        self.failed: list[str] = []
-        self.page = context.new_page()
-        self.page.on("console", self._console)
-        self.page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
-        self.page.on("response", self._response)
-        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} {r.failure}"))
-        self.page.route("**/*", functools.partial(self._route, base))
-        self.page.goto(f"{base}/{path}", wait_until="load")
-        self.page.wait_for_load_state("networkidle")
-
-    def _console(self, msg):
-        if msg.type == "error":
-            self.errors.append(f"console: {msg.text} @ {msg.location}")
-
-    def _response(self, response):
-        if response.status >= 400:
-            self.failed.append(f"{response.status} {response.url}")
-
-    def _route(self, base, route):
-        url = route.request.url
-        if url.startswith(base) or url.startswith("data:") or url.startswith("blob:"):
-            route.continue_()
-        else:
-            self.outside.append(url)
-            route.abort()
-
-
-def built_pages(html_dir: Path) -> list[str]:
-    return sorted(
-        str(p.relative_to(html_dir))
-        for p in html_dir.rglob("*.html")
-        if "_static" not in p.parts and "_sources" not in p.parts
-    )
 
 
 def test_every_page_renders_offline_without_errors(browser, server, html_dir):
@@ -67,7 +24,8 @@ def test_every_page_renders_offline_without_errors(browser, server, html_dir):
     pages = built_pages(html_dir)
     assert len(pages) >= 5, pages
     for path in pages:
-        visit = PageVisit(browser, server, path)
+        visit = Tab(browser, server)
+        visit.goto(path, idle=True)
         page = visit.page
         n_math = page.locator(".math").count()
         if n_math:
@@ -90,7 +48,7 @@ def test_every_page_renders_offline_without_errors(browser, server, html_dir):
         problems += [f"{path}: image did not load: {src}" for src in broken]
         problems += [f"{path}: {e}" for e in visit.errors]
         problems += [f"{path}: request left the machine: {u}" for u in visit.outside]
-        problems += [f"{path}: {f}" for f in visit.failed]
+        problems += [f"{path}: {f}" for f in visit.failed + visit.unfinished]
         name = path.replace("/", "__").removesuffix(".html")
         page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
         page.close()
@@ -98,9 +56,8 @@ def test_every_page_renders_offline_without_errors(browser, server, html_dir):
 
 
 def test_pattern_chapter_math_and_figures(browser, server):
-    visit = PageVisit(
-        browser, server, "notebooks_src/chapters/02_scaled_dot_product_attention.html"
-    )
+    visit = Tab(browser, server)
+    visit.goto("notebooks_src/chapters/02_scaled_dot_product_attention.html", idle=True)
     page = visit.page
     page.evaluate("() => MathJax.startup.promise")
     assert page.locator("mjx-container").count() >= 5
@@ -132,9 +89,10 @@ def test_display_equations_fit_a_phone_column(browser, server, html_dir):
     ]
     assert len(pages) >= 8, pages
     for path in pages:
-        visit = PageVisit(browser, server, path)
+        visit = Tab(browser, server)
+        visit.goto(path, idle=True)
         page = visit.page
-        page.set_viewport_size({"width": 390, "height": 844})
+        page.set_viewport_size(PHONE)
         page.wait_for_function(
             "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20_000
         )

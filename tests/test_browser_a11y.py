@@ -5,76 +5,44 @@ runs on every page once its scripts have finished (MathJax typeset, quizzes and 
 drawn) with the WCAG 2.0/2.1 A and AA rules; no page may have a critical or serious violation,
 in the theme's light mode or in its dark mode.
 
-Weight: ``benchmarks/page_weights.py`` records what the browser fetches for each page and sizes
+Weight: ``tests/support/page_weights.py`` records what the browser fetches for each page and sizes
 it as a static host sends it (gzip); every page must be within the first-visit budget and the
 median page within the next-page budget.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from conftest import AXE, ROOT
+from support import page_weights
+from support.accessibility import BLOCKING, run_axe
+from support.browser import CHOOSE_THEME, THEMES, Tab
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
-WCAG_A_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-BLOCKING = ("critical", "serious")
 # Rules this stack cannot satisfy, each with the reason and the upstream issue. Empty: every
 # rule is met at its cause (see book/_templates/, book/_static/custom.css, attention_lab.quiz).
 NOT_FIXABLE: dict[str, str] = {}
 
 
-def _page_weights():
-    spec = importlib.util.spec_from_file_location(
-        "page_weights", ROOT / "benchmarks" / "page_weights.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-page_weights = _page_weights()
-
-
-def run_axe(tab) -> dict:
-    """axe-core's result for the page in ``tab``: its WCAG 2.0/2.1 A and AA violations."""
-    tab.add_script_tag(path=str(AXE))
-    return tab.evaluate(
-        "(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags},"
-        " resultTypes: ['violations']})",
-        WCAG_A_AA,
-    )
-
-
-# The theme's switch (pydata-sphinx-theme 0.17's setTheme) stores the chosen mode and the theme
-# it resolves to in localStorage; the page's first script copies them onto <html> as data-mode
-# and data-theme before anything is drawn. Storing them before the page loads is how a reader's
-# earlier choice opens every later page.
-THEMES = ("light", "dark")
-CHOOSE_THEME = "localStorage.setItem('mode', {0!r}); localStorage.setItem('theme', {0!r});"
-
-
-def audit(context, base: str, page: str, theme: str = "light") -> list[dict]:
+def audit(context, base: str, axe, page: str, theme: str = "light") -> list[dict]:
     """axe-core's WCAG A/AA violations on ``page`` in ``theme``, after its scripts have run."""
     # Nothing leaves the machine (test_browser.py checks that no page tries).
-    tab = page_weights.local_tab(context, base)
-    tab.add_init_script(CHOOSE_THEME.format(theme))
+    tab = Tab(context, base, timeout=120_000)
+    tab.page.add_init_script(CHOOSE_THEME.format(theme))
     try:
-        tab.goto(f"{base}/{page}", wait_until="load")
-        tab.wait_for_load_state("networkidle")
-        shown = tab.evaluate("() => document.documentElement.dataset.theme")
+        tab.goto(page, idle=True)
+        shown = tab.page.evaluate("() => document.documentElement.dataset.theme")
         assert shown == theme, (page, shown)
-        tab.evaluate("() => window.MathJax?.startup?.promise")
+        tab.page.evaluate("() => window.MathJax?.startup?.promise")
         # Quizzes fill their containers once the page has loaded and MathJax is ready.
-        tab.wait_for_function(
+        tab.page.wait_for_function(
             "() => [...document.querySelectorAll('[id^=quiz_]')]"
             ".every((q) => q.querySelector('.Quiz'))"
         )
-        result = run_axe(tab)
+        result = run_axe(tab.page, axe)
     finally:
         tab.close()
     return [
@@ -94,7 +62,7 @@ def test_axe_finds_no_serious_violation_on_any_page(browser, server, html_dir, a
     assert len(pages) >= 20, pages
     problems = []
     for page in pages:
-        for v in audit(browser, server, page, theme):
+        for v in audit(browser, server, axe, page, theme):
             if v["impact"] in BLOCKING and v["id"] not in NOT_FIXABLE:
                 problems.append(
                     f"{theme} {page}: {v['impact']} {v['id']} ({v['help']}) at "
@@ -109,7 +77,7 @@ def test_axe_catches_an_unlabelled_field(browser, server, axe):
     try:
         tab.goto(f"{server}/search.html", wait_until="load")
         tab.evaluate("() => document.body.append(document.createElement('input'))")
-        ids = [v["id"] for v in run_axe(tab)["violations"]]
+        ids = [v["id"] for v in run_axe(tab, axe)["violations"]]
     finally:
         tab.close()
     assert "label" in ids

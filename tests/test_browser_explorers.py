@@ -18,7 +18,9 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_lab import interactive
-from conftest import SCREENSHOTS, missing
+from conftest import missing
+from support import page_weights
+from support.browser import DESKTOP, SCREENSHOTS, Tab
 
 pytestmark = pytest.mark.book
 
@@ -80,35 +82,14 @@ _RENDERED = """(id) => {
 }"""
 
 
-class Reader:
+class Reader(Tab):
     """One page in Chromium; records console errors, dialogs and requests leaving the machine."""
 
     def __init__(self, browser, server: str, path: str):
-        self.errors: list[str] = []
-        self.dialogs: list[str] = []
-        self.outside: list[str] = []
-        self.page = browser.new_page()
         # plotly.js is 4.6 MB of JavaScript to parse: generous limits for a busy machine.
-        self.page.set_default_timeout(120_000)
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("dialog", self._dialog)
-        self.page.route("**/*", lambda route: self._route(server, route))
-        self.page.set_viewport_size({"width": 1280, "height": 900})
+        super().__init__(browser, server, timeout=120_000, viewport=DESKTOP)
         if path:
-            self.page.goto(f"{server}/{path}", wait_until="load")
-
-    def _dialog(self, dialog):
-        self.dialogs.append(dialog.message)
-        dialog.dismiss()
-
-    def _route(self, server, route):
-        url = route.request.url
-        if url.startswith((server, "data:", "blob:", "about:")):
-            route.continue_()
-        else:
-            self.outside.append(url)
-            route.abort()
+            self.goto(path)
 
     def wait_rendered(self, div_id: str) -> None:
         self.page.wait_for_function(_RENDERED, arg=div_id)
@@ -163,13 +144,13 @@ class Reader:
                 "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
             )
             assert overflow <= 1, f"{div_id}: the page overflows {width} px by {overflow} px"
-        self.page.set_viewport_size({"width": 1280, "height": 900})
+        self.page.set_viewport_size(DESKTOP)
 
     def close(self) -> None:
         assert not self.errors, self.errors
         assert not self.dialogs, f"a dialog fired: {self.dialogs}"
         assert not self.outside, f"requests left the machine: {self.outside}"
-        self.page.close()
+        super().close()
 
 
 def chapter(html_dir: Path, prefix: str) -> str:
@@ -180,11 +161,7 @@ def chapter(html_dir: Path, prefix: str) -> str:
 
 
 def built_pages(html_dir: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in html_dir.rglob("*.html")
-        if "_static" not in p.parts and "_sources" not in p.parts
-    )
+    return [html_dir / page for page in page_weights.built_pages(html_dir)]
 
 
 # --- every page ----------------------------------------------------------------------------

@@ -15,15 +15,24 @@ Shifting a softmax's inputs by at most ``delta`` scales every weight by a factor
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 import pytest
 import torch
-from test_browser_a11y import BLOCKING, CHOOSE_THEME, THEMES, page_weights, run_axe
 
 from attention_lab.attention import scaled_dot_product_attention
-from conftest import ROOT, SCREENSHOTS, element_screenshot
+from support import page_weights
+from support.accessibility import blocking, run_axe
+from support.browser import (
+    DESKTOP,
+    NO_SIDEWAYS_SCROLL,
+    PHONE,
+    Tab,
+    element_screenshot,
+    fits_the_width,
+)
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -101,52 +110,72 @@ SET_RANGE = """([selector, value]) => {
 }"""
 
 
-class Tab:
-    """A chapter in a local-only tab; records console errors, dialogs and every request."""
+class Instrument(Tab):
+    """A chapter's instrument in a local-only tab; records console errors, dialogs and requests."""
 
     def __init__(
-        self,
-        browser,
-        server: str,
-        width: int = 1280,
-        path: str = PAGE,
-        name: str = "scaling",
-        theme: str | None = None,
+        self, browser, server: str, viewport=DESKTOP, path: str = PAGE, name: str = "scaling"
     ) -> None:
-        self.name = name
-        self.tab = page_weights.local_tab(browser, server)
-        if theme is not None:  # the reader's stored choice, before the page's first script
-            self.tab.add_init_script(CHOOSE_THEME.format(theme))
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        self.tab.on("request", lambda r: self.requests.append(r.url))
-        self.tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.tab.set_viewport_size({"width": width, "height": 900})
-        self.tab.goto(f"{server}/{path}", wait_until="load")
-        self.tab.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
+        super().__init__(browser, server, timeout=120_000, viewport=viewport)
+        self.name, self.path = name, path
+        self.goto(path)
+        self.page.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
 
     def state(self) -> dict:
-        reader = {
-            "scaling": READ,
-            "masks": READ_MASKS,
-            "positional": READ_PE,
-            "heads": READ_HEADS,
-            "mask_composer": READ_COMPOSER,
-            "cache_memory": READ_CACHE,
-        }
+        reader = {"scaling": READ, "masks": READ_MASKS, "positional": READ_PE, "heads": READ_HEADS}
         reader = reader[self.name]
-        return self.tab.evaluate(reader)
+        return self.page.evaluate(reader)
 
     def set_range(self, name: str, value: float) -> None:
-        self.tab.evaluate(SET_RANGE, [f"#instrument-{self.name}-{name}", value])
+        self.page.evaluate(SET_RANGE, [f"#instrument-{self.name}-{name}", value])
 
 
 @pytest.fixture(scope="module")
-def page(browser, server):
-    tab = Tab(browser, server)
-    yield tab
-    tab.tab.close()
+def scaling_page(browser, server):
+    with Instrument(browser, server) as tab:
+        yield tab
+
+
+def assert_accessible(instrument: Instrument, axe) -> None:
+    """No critical or serious axe-core violation (WCAG 2.0/2.1 A and AA) on the page."""
+    found = blocking(run_axe(instrument.page, axe))
+    assert not found, found
+
+
+@contextlib.contextmanager
+def on_a_phone(browser, server, name: str):
+    """The instrument ``name`` in a 390 px tab, for the block to set up or measure; then checked:
+    no sideways scroll, the box within the width (screenshot), no error."""
+    phone = Instrument(browser, server, PHONE, path=INSTRUMENT_PAGES[name], name=name)
+    try:
+        yield phone
+        box = fits_the_width(phone.page, f"#instrument-{name}")
+        element_screenshot(box, f"instrument_{name}_390px")
+        assert not phone.errors, phone.errors
+    finally:
+        phone.close()
+
+
+def assert_light_and_local(instrument: Instrument, browser, server, html_dir) -> None:
+    """No error, no request leaving the machine, a first visit within the page-weight budget."""
+    assert not instrument.errors, instrument.errors
+    assert all(u.startswith((server, "data:", "blob:")) for u in instrument.requests)
+    first_visit, missing = page_weights.first_visit(browser, server, html_dir, instrument.path)
+    assert not missing, missing
+    print(f"{instrument.path}: first visit {first_visit} bytes compressed")
+    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+
+
+def accessible_on_a_phone_and_light(instrument, browser, server, html_dir, axe, prepare=None):
+    """Every instrument's page: accessible, a desktop screenshot, readable at 390 px (after
+    ``prepare(phone)``), no error, nothing fetched from outside, within the weight budget."""
+    assert_accessible(instrument, axe)
+    name = instrument.name
+    element_screenshot(instrument.page.locator(f"#instrument-{name}"), f"instrument_{name}")
+    with on_a_phone(browser, server, name) as phone:
+        if prepare is not None:
+            prepare(phone)
+    assert_light_and_local(instrument, browser, server, html_dir)
 
 
 def check_against_the_library(state: dict) -> dict:
@@ -200,8 +229,8 @@ def check_against_the_library(state: dict) -> dict:
 # --- the tests -----------------------------------------------------------------------------
 
 
-def test_default_settings_match_the_library_and_the_prose(page):
-    state = page.state()
+def test_default_settings_match_the_library_and_the_prose(scaling_page):
+    state = scaling_page.state()
     assert (state["seed"], state["dK"], state["numKeys"], state["temperature"]) == (0, 1024, 16, 1)
     check_against_the_library(state)
     # The text description's claims at these settings (book/explorers.yml): all the weight on
@@ -215,17 +244,17 @@ def test_default_settings_match_the_library_and_the_prose(page):
     assert f"{state['unscaled']['maxWeight']:.3f}" in state["table"]
 
 
-def test_settings_from_the_keyboard_and_the_seed_field(page):
-    tab = page.tab
+def test_settings_from_the_keyboard_and_the_seed_field(scaling_page):
+    tab = scaling_page.page
     tab.focus("#instrument-scaling-dk")
     for _ in range(4):  # 2**10 -> 2**6
         tab.keyboard.press("ArrowLeft")
     tab.focus("#instrument-scaling-tau")
     for _ in range(3):  # log2 tau 0 -> 0.75
         tab.keyboard.press("ArrowRight")
-    page.set_range("keys", 7)
+    scaling_page.set_range("keys", 7)
     tab.fill("#instrument-scaling-seed", "12345")
-    state = page.state()
+    state = scaling_page.state()
     assert (state["seed"], state["dK"], state["numKeys"]) == (12345, 64, 7)
     assert state["temperature"] == pytest.approx(2**0.75)
     assert tab.get_attribute("#instrument-scaling-dk", "aria-valuetext") == "d_k = 64"
@@ -233,68 +262,62 @@ def test_settings_from_the_keyboard_and_the_seed_field(page):
     # Resample: the next seed, new draws, still the library's numbers.
     tab.focus("#instrument-scaling .instrument-button")
     tab.keyboard.press("Enter")
-    again = page.state()
+    again = scaling_page.state()
     assert again["seed"] == 12346 and tab.input_value("#instrument-scaling-seed") == "12346"
     assert again["query"] != state["query"]
     check_against_the_library(again)
     tab.fill("#instrument-scaling-seed", "-3")
-    assert "whole number" in page.state()["status"]
+    assert "whole number" in scaling_page.state()["status"]
     tab.fill("#instrument-scaling-seed", "0")
 
 
-def test_the_prose_claims_hold_in_the_page(page):
-    page.set_range("keys", 16)
-    page.set_range("tau", 0)
-    page.tab.fill("#instrument-scaling-seed", "0")
-    page.set_range("dk", 10)
-    at_1024 = page.state()
+def test_the_prose_claims_hold_in_the_page(scaling_page):
+    scaling_page.set_range("keys", 16)
+    scaling_page.set_range("tau", 0)
+    scaling_page.page.fill("#instrument-scaling-seed", "0")
+    scaling_page.set_range("dk", 10)
+    at_1024 = scaling_page.state()
     # d_k = 1: scaling divides by 1, the two rows coincide.
-    page.set_range("dk", 0)
-    one = page.state()
+    scaling_page.set_range("dk", 0)
+    one = scaling_page.state()
     assert one["unscaled"]["weights"] == one["scaled"]["weights"]
     # d_k = 1024 and tau = 32 = sqrt(1024): the unscaled row is the scaled row at tau = 1.
-    page.set_range("dk", 10)
-    page.set_range("tau", 5)
-    hot = page.state()
+    scaling_page.set_range("dk", 10)
+    scaling_page.set_range("tau", 5)
+    hot = scaling_page.state()
     np.testing.assert_allclose(
         hot["unscaled"]["weights"], at_1024["scaled"]["weights"], rtol=1e-12, atol=1e-15
     )
     check_against_the_library(hot)
     # Resampling at d_k = 1024: nearly one-hot for most seeds, but not for all.
-    page.set_range("tau", 0)
+    scaling_page.set_range("tau", 0)
     largest = []
     for _ in range(20):
-        page.tab.click("#instrument-scaling .instrument-button")
-        largest.append(page.state()["unscaled"]["maxWeight"])
+        scaling_page.page.click("#instrument-scaling .instrument-button")
+        largest.append(scaling_page.state()["unscaled"]["maxWeight"])
     assert sum(m > 0.99 for m in largest) > 10 and min(largest) < 0.99, largest
-    page.tab.fill("#instrument-scaling-seed", "0")
+    scaling_page.page.fill("#instrument-scaling-seed", "0")
 
 
-def test_the_widest_and_smallest_settings(page):
+def test_the_widest_and_smallest_settings(scaling_page):
     # 32 keys of width 1024 at tau = 1/4: the most saturated row the sliders allow.
-    page.set_range("dk", 10)
-    page.set_range("keys", 32)
-    page.set_range("tau", -2)
-    errors = check_against_the_library(page.state())
+    scaling_page.set_range("dk", 10)
+    scaling_page.set_range("keys", 32)
+    scaling_page.set_range("tau", -2)
+    errors = check_against_the_library(scaling_page.state())
     assert errors[("scaled", "torch.float64")] < 1e-12
-    page.set_range("keys", 2)
-    page.set_range("dk", 0)
-    check_against_the_library(page.state())
-    page.set_range("keys", 16)
-    page.set_range("dk", 10)
-    page.set_range("tau", 0)
+    scaling_page.set_range("keys", 2)
+    scaling_page.set_range("dk", 0)
+    check_against_the_library(scaling_page.state())
+    scaling_page.set_range("keys", 16)
+    scaling_page.set_range("dk", 10)
+    scaling_page.set_range("tau", 0)
 
 
-def test_the_instrument_is_accessible(page, axe):
-    result = run_axe(page.tab)
-    blocking = [
-        (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
-        for v in result["violations"]
-        if v["impact"] in BLOCKING
-    ]
-    assert not blocking, blocking
+def test_the_instrument_is_accessible(scaling_page, axe):
+    assert_accessible(scaling_page, axe)
     # Every control has a label a screen reader announces.
-    unnamed = page.tab.evaluate(
+    unnamed = scaling_page.page.evaluate(
         "() => Array.from(document.querySelectorAll('#instrument-scaling input'))"
         ".filter((i) => !i.labels || i.labels.length === 0).map((i) => i.id)"
     )
@@ -302,15 +325,9 @@ def test_the_instrument_is_accessible(page, axe):
 
 
 def test_readable_on_a_phone(browser, server):
-    phone = Tab(browser, server, width=390)
-    try:
-        assert phone.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = phone.tab.locator("#instrument-scaling")
-        assert box.bounding_box()["width"] <= 390
+    with on_a_phone(browser, server, "scaling") as phone:
         # The chart's smallest text, in CSS pixels: its font size times the viewBox's scale.
-        smallest = phone.tab.evaluate(
+        smallest = phone.page.evaluate(
             """() => {
               const svg = document.querySelector('#instrument-scaling svg');
               const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
@@ -320,30 +337,16 @@ def test_readable_on_a_phone(browser, server):
             }"""
         )
         assert smallest >= 9, smallest  # the book's floor for figure text (test_figure_text.py)
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "instrument_scaling_390px.png"))
-        assert not phone.errors, phone.errors
-    finally:
-        phone.tab.close()
 
 
-def test_a_desktop_screenshot(page):
-    assert page.tab.evaluate(
-        "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-    )
-    element_screenshot(page.tab.locator("#instrument-scaling"), "instrument_scaling")
+def test_a_desktop_screenshot(scaling_page):
+    assert scaling_page.page.evaluate(NO_SIDEWAYS_SCROLL)
+    element_screenshot(scaling_page.page.locator("#instrument-scaling"), "instrument_scaling")
 
 
-def test_no_error_no_request_outside_and_no_plotly(page, server, browser, html_dir):
-    assert not page.errors, page.errors
-    assert all(u.startswith((server, "data:", "blob:")) for u in page.requests)
-    assert not [u for u in page.requests if "plotly" in u]
-    files, missing = page_weights.fetched_files(browser, server, html_dir, PAGE)
-    assert not missing, missing
-    first_visit = sum(page_weights.compressed_size(f) for f in files)
-    print(f"{PAGE}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+def test_no_error_no_request_outside_and_no_plotly(scaling_page, server, browser, html_dir):
+    assert not [u for u in scaling_page.requests if "plotly" in u]
+    assert_light_and_local(scaling_page, browser, server, html_dir)
 
 
 # --- chapter 05: masks and fills -------------------------------------------------------------
@@ -362,9 +365,8 @@ HEAD_DIM = 4  # masks.js's DH
 
 @pytest.fixture(scope="module")
 def masks_page(browser, server):
-    tab = Tab(browser, server, path=MASKS_PAGE, name="masks")
-    yield tab
-    tab.tab.close()
+    with Instrument(browser, server, path=MASKS_PAGE, name="masks") as tab:
+        yield tab
 
 
 def library_mask(state: dict) -> torch.Tensor | None:
@@ -434,7 +436,7 @@ def test_masks_defaults_match_the_library_and_the_prose(masks_page):
 
 
 def test_masks_the_three_fills_of_an_empty_row(masks_page):
-    tab = masks_page.tab
+    tab = masks_page.page
     library = np.asarray(masks_page.state()["weights"]).reshape(6, 6)
     tab.select_option("#instrument-masks-fill", "-inf")
     state = masks_page.state()
@@ -450,7 +452,7 @@ def test_masks_the_three_fills_of_an_empty_row(masks_page):
 
 
 def test_masks_right_padding_and_each_mask_alone_empty_no_row(masks_page):
-    tab = masks_page.tab
+    tab = masks_page.page
     tab.select_option("#instrument-masks-side", "right")
     by_fill = {}
     for fill in ("-inf", "-1e9", "library"):
@@ -477,7 +479,7 @@ def test_masks_right_padding_and_each_mask_alone_empty_no_row(masks_page):
 
 
 def test_masks_from_the_keyboard_with_other_settings(masks_page):
-    tab = masks_page.tab
+    tab = masks_page.page
     tab.focus("#instrument-masks-length")
     for _ in range(3):  # T = 6 -> 9
         tab.keyboard.press("ArrowRight")
@@ -506,32 +508,14 @@ def test_masks_from_the_keyboard_with_other_settings(masks_page):
 
 
 def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, server, html_dir, axe):
-    result = run_axe(masks_page.tab)
-    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-    assert not blocking, blocking
-    masks_page.tab.locator("#instrument-masks").screenshot(
-        path=str(SCREENSHOTS / "instrument_masks.png")
+    accessible_on_a_phone_and_light(
+        masks_page,
+        browser,
+        server,
+        html_dir,
+        axe,
+        prepare=lambda phone: phone.set_range("length", 10),
     )
-    phone = Tab(browser, server, width=390, path=MASKS_PAGE, name="masks")
-    try:
-        phone.set_range("length", 10)
-        assert phone.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = phone.tab.locator("#instrument-masks")
-        assert box.bounding_box()["width"] <= 390
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "instrument_masks_390px.png"))
-        assert not phone.errors, phone.errors
-    finally:
-        phone.tab.close()
-    assert not masks_page.errors, masks_page.errors
-    assert all(u.startswith((server, "data:", "blob:")) for u in masks_page.requests)
-    files, missing = page_weights.fetched_files(browser, server, html_dir, MASKS_PAGE)
-    assert not missing, missing
-    first_visit = sum(page_weights.compressed_size(f) for f in files)
-    print(f"{MASKS_PAGE}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
 
 
 # --- chapter 04: the sinusoidal encoding --------------------------------------------------------
@@ -547,9 +531,8 @@ READ_PE = """() => {
 
 @pytest.fixture(scope="module")
 def pe_page(browser, server):
-    tab = Tab(browser, server, path=PE_PAGE, name="positional")
-    yield tab
-    tab.tab.close()
+    with Instrument(browser, server, path=PE_PAGE, name="positional") as tab:
+        yield tab
 
 
 def check_encoding(state: dict) -> None:
@@ -594,7 +577,7 @@ def test_positional_defaults_match_the_library(pe_page):
 
 
 def test_positional_the_prose_claims_and_other_settings(pe_page):
-    tab = pe_page.tab
+    tab = pe_page.page
     # d_model = 16: pair 7 (dimensions 14, 15) is the last and barely moves over 100 positions.
     pe_page.set_range("d", 16)
     pe_page.set_range("pair", 7)
@@ -635,31 +618,7 @@ def test_positional_the_prose_claims_and_other_settings(pe_page):
 def test_positional_accessible_readable_on_a_phone_and_light(
     pe_page, browser, server, html_dir, axe
 ):
-    result = run_axe(pe_page.tab)
-    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-    assert not blocking, blocking
-    pe_page.tab.locator("#instrument-positional").screenshot(
-        path=str(SCREENSHOTS / "instrument_positional.png")
-    )
-    phone = Tab(browser, server, width=390, path=PE_PAGE, name="positional")
-    try:
-        assert phone.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = phone.tab.locator("#instrument-positional")
-        assert box.bounding_box()["width"] <= 390
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "instrument_positional_390px.png"))
-        assert not phone.errors, phone.errors
-    finally:
-        phone.tab.close()
-    assert not pe_page.errors, pe_page.errors
-    assert all(u.startswith((server, "data:", "blob:")) for u in pe_page.requests)
-    files, missing = page_weights.fetched_files(browser, server, html_dir, PE_PAGE)
-    assert not missing, missing
-    first_visit = sum(page_weights.compressed_size(f) for f in files)
-    print(f"{PE_PAGE}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
+    accessible_on_a_phone_and_light(pe_page, browser, server, html_dir, axe)
 
 
 # --- chapter 03: multi-head attention's split ------------------------------------------------
@@ -678,9 +637,8 @@ READ_HEADS = """() => {
 
 @pytest.fixture(scope="module")
 def heads_page(browser, server):
-    tab = Tab(browser, server, path=HEADS_PAGE, name="heads")
-    yield tab
-    tab.tab.close()
+    with Instrument(browser, server, path=HEADS_PAGE, name="heads") as tab:
+        yield tab
 
 
 def check_heads(state: dict) -> np.ndarray:
@@ -727,7 +685,7 @@ def test_heads_defaults_match_the_library(heads_page):
 
 
 def test_heads_other_settings_from_the_keyboard(heads_page):
-    tab = heads_page.tab
+    tab = heads_page.page
     tab.select_option("#instrument-heads-h", "8")
     state = heads_page.state()
     assert state["heads"] == 8 and state["headDim"] == 3
@@ -756,489 +714,7 @@ def test_heads_other_settings_from_the_keyboard(heads_page):
 
 
 def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, server, html_dir, axe):
-    result = run_axe(heads_page.tab)
-    blocking = [(v["id"], v["help"]) for v in result["violations"] if v["impact"] in BLOCKING]
-    assert not blocking, blocking
-    heads_page.tab.locator("#instrument-heads").screenshot(
-        path=str(SCREENSHOTS / "instrument_heads.png")
-    )
-    phone = Tab(browser, server, width=390, path=HEADS_PAGE, name="heads")
-    try:
-        assert phone.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = phone.tab.locator("#instrument-heads")
-        assert box.bounding_box()["width"] <= 390
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "instrument_heads_390px.png"))
-        assert not phone.errors, phone.errors
-    finally:
-        phone.tab.close()
-    assert not heads_page.errors, heads_page.errors
-    assert all(u.startswith((server, "data:", "blob:")) for u in heads_page.requests)
-    files, missing = page_weights.fetched_files(browser, server, html_dir, HEADS_PAGE)
-    assert not missing, missing
-    first_visit = sum(page_weights.compressed_size(f) for f in files)
-    print(f"{HEADS_PAGE}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
-
-
-# --- chapter 17: masks as functions, composed ---------------------------------------------------
-
-COMPOSER_PAGE = "notebooks_src/chapters/17_masks_as_functions.html"
-COMPOSER = "#instrument-mask_composer"
-SETTINGS = (
-    "seed",
-    "length",
-    "order",
-    "prefix",
-    "padding",
-    "pads",
-    "side",
-    "window",
-    "windowSize",
-    "documents",
-)
-READ_COMPOSER = """() => {
-  const s = window.attentionInstruments.mask_composer;
-  const box = document.querySelector('#instrument-mask_composer');
-  const tables = box.querySelectorAll('table');
-  return {seed: s.seed, length: s.length, order: s.order, prefix: s.prefix, padding: s.padding,
-    pads: s.pads, side: s.side, window: s.window, windowSize: s.windowSize,
-    documents: s.documents, documentIds: Array.from(s.documentIds),
-    documentLengths: s.documentLengths, runs: s.runs, query: Array.from(s.query),
-    keys: Array.from(s.keys), allowed: Array.from(s.allowed), weights: Array.from(s.weights),
-    parts: s.parts.map((p) => ({name: p.name, allowed: Array.from(p.allowed)})),
-    emptyRows: s.emptyRows, allowedCount: s.allowedCount,
-    lengthsText: document.querySelector('#instrument-mask_composer-lengths').value,
-    status: box.querySelector('.instrument-status').textContent,
-    maskCells: Array.from(tables[0].querySelectorAll('td'), (c) => c.textContent),
-    weightCells: Array.from(tables[1].querySelectorAll('td'), (c) => c.textContent),
-    maps: box.querySelectorAll('.instrument-parts canvas').length};
-}"""
-# compute() itself, on settings given by the test: parseLengths, then compute, for each.
-COMPUTE_COMPOSER = """(list) => list.map((settings) => {
-  const api = window.attentionInstruments.mask_composer;
-  const parsed = api.parseLengths(settings.lengths, settings.length);
-  const s = api.compute(Object.assign({}, settings, {documentIds: parsed.ids,
-    documentLengths: parsed.lengths}));
-  return Object.assign({}, settings, {documentIds: Array.from(s.documentIds),
-    documentLengths: s.documentLengths, query: Array.from(s.query), keys: Array.from(s.keys),
-    allowed: Array.from(s.allowed), weights: Array.from(s.weights), emptyRows: s.emptyRows,
-    allowedCount: s.allowedCount,
-    parts: s.parts.map((p) => ({name: p.name, allowed: Array.from(p.allowed)}))});
-})"""
-
-
-@pytest.fixture(scope="module")
-def composer_page(browser, server):
-    tab = Tab(browser, server, path=COMPOSER_PAGE, name="mask_composer")
-    yield tab
-    tab.tab.close()
-
-
-def document_ids(lengths: str, length: int) -> list[int]:
-    """The documents of T positions for typed lengths: cut at T, the rest one more document."""
-    ids: list[int] = []
-    for number, n in enumerate(int(x) for x in lengths.replace(",", " ").split()):
-        ids += [number] * n
-    ids = ids[:length]
-    return ids + [ids[-1] + 1 if ids else 0] * (length - len(ids))
-
-
-def library_parts(state: dict) -> dict[str, torch.Tensor]:
-    """attention_lab.masks' mask for each part the page chose, by its name, each [T, T]."""
-    from attention_lab.masks import (
-        causal_mask,
-        document_mask,
-        padding_mask,
-        prefix_lm_mask,
-        sliding_window_mask,
-    )
-
-    length = state["length"]
-    parts = {}
-    if state["order"] == "causal":
-        parts["causal"] = causal_mask(length)
-    elif state["order"] == "prefix":  # prefix-LM replaces causal
-        parts["prefix"] = prefix_lm_mask(length, state["prefix"])
-    if state["padding"]:
-        real = list(range(1, length - state["pads"] + 1))  # 0 is the padding id
-        pads = [0] * state["pads"]
-        ids = pads + real if state["side"] == "left" else real + pads
-        parts["padding"] = padding_mask(torch.tensor([ids]))[0, 0].expand(length, length)
-    if state["window"]:
-        parts["window"] = sliding_window_mask(length, state["windowSize"])
-    if state["documents"]:
-        parts["documents"] = document_mask(torch.tensor(state["documentIds"]))
-    return parts
-
-
-def check_composer(state: dict) -> np.ndarray:
-    """The page's draws, masks and weights against Mulberry32 and attention_lab; the weights."""
-    from attention_lab.masks import combine_masks
-
-    length = state["length"]
-    if state["documents"] and "lengths" in state:  # the typed lengths, read as Python reads them
-        assert state["documentIds"] == document_ids(state["lengths"], length)
-    rng = Mulberry32(state["seed"])
-    drawn = rng.normals(length * HEAD_DIM), rng.normals(length * HEAD_DIM)
-    np.testing.assert_allclose(state["query"], drawn[0], rtol=1e-14, atol=1e-15)
-    np.testing.assert_allclose(state["keys"], drawn[1], rtol=1e-14, atol=1e-15)
-    # Each chosen mask is the library's, and the composed one is their combine_masks (AND).
-    parts = library_parts(state)
-    assert [p["name"] for p in state["parts"]] == list(parts)
-    for part in state["parts"]:
-        assert part["allowed"] == parts[part["name"]].flatten().int().tolist(), part["name"]
-    mask = combine_masks(*parts.values()) if parts else None  # [T, T]
-    allowed = torch.ones(length, length, dtype=torch.bool) if mask is None else mask
-    assert state["allowed"] == allowed.flatten().int().tolist()
-    assert state["allowedCount"] == int(allowed.sum())
-    assert state["emptyRows"] == (~allowed.any(dim=-1)).nonzero().flatten().tolist()
-    # One head's weights: scaled_dot_product_attention with that mask, in float64 and float32.
-    query = torch.tensor(state["query"], dtype=torch.float64).reshape(length, HEAD_DIM)
-    keys = torch.tensor(state["keys"], dtype=torch.float64).reshape(length, HEAD_DIM)
-    got = np.asarray(state["weights"], dtype=np.float64).reshape(length, length)
-    for dtype, u in ((torch.float64, U64), (torch.float32, U32)):
-        _, weights = scaled_dot_product_attention(
-            query.to(dtype), keys.to(dtype), keys.to(dtype), mask
-        )  # [Tq, Tk]
-        expected = weights.double().numpy()
-        tolerance = weight_bounds(expected, bound(query, keys, 2.0, u), u)
-        assert (np.abs(got - expected) <= tolerance).all(), (dtype, got - expected)
-    # Blocked weights and rows with no key are exactly 0, as the library makes them.
-    assert (got[~allowed.numpy()] == 0).all()
-    return got
-
-
-def test_composer_defaults_match_the_library_and_the_prose(composer_page):
-    state = composer_page.state()
-    settings = [state[k] for k in SETTINGS]
-    assert settings == [0, 9, "causal", 3, False, 2, "right", False, 3, True]
-    assert state["lengthsText"] == "3,2,4"
-    state["lengths"] = state["lengthsText"]
-    check_composer(state)
-    # The text description's claims: three causal triangles, 19 of the 81 pairs, no empty row.
-    assert state["documentIds"] == [0, 0, 0, 1, 1, 2, 2, 2, 2]
-    assert state["allowedCount"] == 19 and state["emptyRows"] == []
-    assert "causal AND documents: 19 of 81" in state["status"]
-    assert state["maps"] == 3  # causal, documents, and their AND
-    assert state["maskCells"][:3] == ["1", "blocked 0", "blocked 0"]
-    weights = np.asarray(state["weights"]).reshape(9, 9)
-    assert state["weightCells"] == [
-        ("" if a else "blocked ") + f"{w:.2f}"
-        for a, w in zip(state["allowed"], weights.flatten(), strict=True)
-    ]
-
-
-def test_composer_compute_over_many_settings(composer_page):
-    # compute() itself, on settings the controls may not reach in one step: every order with
-    # every extra mask, padding on both sides (left padding with causal empties rows), windows
-    # of 1 and of T, documents cut at T or leaving a last one, and several seeds.
-    cases = []
-    for seed, length in ((0, 9), (7, 5), (123, 12), (4294967295, 2)):
-        for order in ("causal", "prefix", "none"):
-            for padding, window, documents in (
-                (False, False, False),
-                (True, False, False),
-                (False, True, False),
-                (False, False, True),
-                (True, True, True),
-            ):
-                for side in ("left", "right") if padding else ("right",):
-                    cases.append(
-                        {
-                            "seed": seed,
-                            "length": length,
-                            "order": order,
-                            "prefix": min(3, length),
-                            "padding": padding,
-                            "pads": min(2, length),
-                            "side": side,
-                            "window": window,
-                            "windowSize": 1 if seed == 7 else min(3, length),
-                            "documents": documents,
-                            "lengths": "4 1" if seed == 7 else "3,2,4",
-                        }
-                    )
-    results = composer_page.tab.evaluate(COMPUTE_COMPOSER, cases)
-    empty = 0
-    for state in results:
-        check_composer(state)
-        empty += bool(state["emptyRows"])
-    assert empty > 0  # some cases have queries with no key, whose rows are 0
-    # Typed lengths: cut at T, the rest one more document, mistakes refused.
-    parse = "([text, T]) => window.attentionInstruments.mask_composer.parseLengths(text, T)"
-    assert composer_page.tab.evaluate(parse, ["3,2,4", 6])["lengths"] == [3, 2, 1]
-    assert composer_page.tab.evaluate(parse, ["2 2", 6])["lengths"] == [2, 2, 2]
-    for wrong in ("", "3,x", "0,2", "2.5"):
-        assert "error" in composer_page.tab.evaluate(parse, [wrong, 6]), wrong
-
-
-def test_composer_from_the_keyboard_with_other_settings(composer_page):
-    tab = composer_page.tab
-    # Prefix-LM with P = 4 and a window of 2: the window, causal itself, takes the look-ahead back.
-    tab.focus(f"{COMPOSER}-order")
-    tab.select_option(f"{COMPOSER}-order", "prefix")
-    tab.focus(f"{COMPOSER}-prefix")
-    tab.keyboard.press("ArrowRight")  # P = 3 -> 4
-    tab.focus(f"{COMPOSER}-documents")
-    tab.keyboard.press("Space")  # documents off
-    tab.focus(f"{COMPOSER}-window")
-    tab.keyboard.press("Space")  # window on
-    tab.focus(f"{COMPOSER}-window-size")
-    tab.keyboard.press("ArrowLeft")  # W = 3 -> 2
-    state = composer_page.state()
-    assert (state["order"], state["prefix"], state["window"], state["windowSize"]) == (
-        "prefix",
-        4,
-        True,
-        2,
-    )
-    assert not state["documents"]
-    weights = check_composer(state)
-    assert np.triu(weights, 1).max() == 0  # no query sees a later key
-    assert "takes back the prefix's look-ahead" in state["status"]
-    # Without the window the prefix sees itself whole.
-    tab.focus(f"{COMPOSER}-window")
-    tab.keyboard.press("Space")
-    state = composer_page.state()
-    allowed = np.asarray(check_composer(state)) > 0
-    assert allowed[:4, :4].all() and not allowed[:4, 4:].any()
-    # Left padding with causal: the pads see no key; their rows are 0.
-    tab.select_option(f"{COMPOSER}-order", "causal")
-    tab.focus(f"{COMPOSER}-padding")
-    tab.keyboard.press("Space")
-    tab.select_option(f"{COMPOSER}-side", "left")
-    composer_page.set_range("pads", 3)
-    state = composer_page.state()
-    assert (state["padding"], state["pads"], state["side"]) == (True, 3, "left")
-    weights = check_composer(state)
-    assert state["emptyRows"] == [0, 1, 2] and (weights[:3] == 0).all()
-    assert "Queries 0, 1, 2 have no key" in state["status"]
-    # Documents typed from the keyboard, a longer sequence, another seed.
-    tab.focus(f"{COMPOSER}-documents")
-    tab.keyboard.press("Space")
-    tab.fill(f"{COMPOSER}-lengths", "5, 4")
-    composer_page.set_range("length", 12)
-    tab.fill(f"{COMPOSER}-seed", "41")
-    tab.click(f"{COMPOSER} .instrument-button")  # resample: seed 42
-    state = composer_page.state()
-    assert (state["seed"], state["length"], state["documentLengths"]) == (42, 12, [5, 4, 3])
-    state["lengths"] = state["lengthsText"]
-    check_composer(state)
-    # A mistake in the lengths is said, and nothing is recomputed until it is mended.
-    runs = state["runs"]
-    tab.fill(f"{COMPOSER}-lengths", "5,-1")
-    state = composer_page.state()
-    assert "whole number" in state["status"] and state["runs"] == runs
-    assert tab.get_attribute(f"{COMPOSER}-lengths", "aria-invalid") == "true"
-    tab.fill(f"{COMPOSER}-lengths", "3,2,4")
-    tab.select_option(f"{COMPOSER}-side", "right")
-    tab.uncheck(f"{COMPOSER}-padding")
-    tab.select_option(f"{COMPOSER}-order", "none")
-    state = composer_page.state()
-    state["lengths"] = state["lengthsText"]
-    check_composer(state)  # documents alone: still causal inside each document
-    # Back to the opening settings.
-    tab.select_option(f"{COMPOSER}-order", "causal")
-    composer_page.set_range("length", 9)
-    composer_page.set_range("pads", 2)
-    composer_page.set_range("prefix", 3)
-    composer_page.set_range("window-size", 3)
-    tab.fill(f"{COMPOSER}-seed", "0")
-    assert [composer_page.state()[k] for k in SETTINGS] == [
-        0,
-        9,
-        "causal",
-        3,
-        False,
-        2,
-        "right",
-        False,
-        3,
-        True,
-    ]
-
-
-# --- chapter 16: the cache of published models ---------------------------------------------------
-
-CACHE_PAGE = "notebooks_src/chapters/16_sharing_keys_and_values.html"
-CACHE = "#instrument-cache_memory"
-READ_CACHE = """() => {
-  const s = window.attentionInstruments.cache_memory;
-  const box = document.querySelector('#instrument-cache_memory');
-  return {context: s.context, batchSize: s.batchSize, bytesPerNumber: s.bytesPerNumber,
-    runs: s.runs, largest: s.largest, smallest: s.smallest,
-    rows: s.rows.map((r) => ({name: r.name, kind: r.kind, numbersPerToken: r.numbersPerToken,
-      kept: r.kept, bytes: r.bytes, readable: r.readable})),
-    config: JSON.parse(box.querySelector('.instrument-body').dataset.config),
-    sizes: Array.from(box.querySelectorAll('.instrument-model-size'), (p) => p.textContent),
-    names: Array.from(box.querySelectorAll('.instrument-model-name'), (p) => p.textContent),
-    bars: Array.from(box.querySelectorAll('.instrument-bar span'),
-                     (b) => b.getBoundingClientRect().width),
-    status: box.querySelector('.instrument-status').textContent};
-}"""
-
-
-@pytest.fixture(scope="module")
-def cache_page(browser, server):
-    tab = Tab(browser, server, path=CACHE_PAGE, name="cache_memory")
-    yield tab
-    tab.tab.close()
-
-
-def check_cache(state: dict) -> None:
-    """Every model's numbers against CacheShape.cache_bytes, exactly (whole numbers < 2**53)."""
-    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES
-
-    assert [r["name"] for r in state["rows"]] == list(PUBLISHED_CACHE_SHAPES)
-    for row in state["rows"]:
-        shape = PUBLISHED_CACHE_SHAPES[row["name"]]
-        expected = shape.cache_bytes(
-            state["context"],
-            batch_size=state["batchSize"],
-            bytes_per_number=state["bytesPerNumber"],
-        )
-        assert expected < 2**53
-        assert row["bytes"] == expected, row
-        assert row["numbersPerToken"] == shape.numbers_per_token and row["kind"] == shape.kind
-        assert row["kept"] == min(state["context"], shape.window or state["context"])
-    largest = max(state["rows"], key=lambda r: r["bytes"])
-    assert state["largest"] == largest["name"]
-    if "bars" in state:  # the longest bar is the largest cache, the others in proportion
-        top = max(state["bars"])
-        for row, width in zip(state["rows"], state["bars"], strict=True):
-            assert width == pytest.approx(top * row["bytes"] / largest["bytes"], abs=1.0)
-        assert state["sizes"] == [f"{r['readable']} ({r['bytes']:,} bytes)" for r in state["rows"]]
-
-
-def test_cache_shapes_come_from_the_library(cache_page):
-    # One source: the page's data-config holds the library's shapes, field for field.
-    import dataclasses
-
-    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES
-
-    models = cache_page.state()["config"]["models"]
-    assert models == [
-        {"name": name, "kind": shape.kind, **dataclasses.asdict(shape)}
-        for name, shape in PUBLISHED_CACHE_SHAPES.items()
-    ]
-    assert {m["kind"] for m in models} >= {"multi-head", "multi-query", "grouped-query", "latent"}
-    assert any(m["window"] for m in models)
-    script = (ROOT / "book" / "_static" / "instruments" / "cache_memory.js").read_text()
-    assert not [name for name in PUBLISHED_CACHE_SHAPES if name in script]  # no copy in JS
-
-
-def test_cache_defaults_match_the_library_and_the_prose(cache_page):
-    state = cache_page.state()
-    assert (state["context"], state["batchSize"], state["bytesPerNumber"]) == (8192, 1, 2)
-    check_cache(state)
-    # The text description's claims at these settings.
-    shown = dict(zip([r["name"] for r in state["rows"]], state["sizes"], strict=True))
-    assert shown["Llama 2 7B"].startswith("4.00 GiB") and shown["Llama 3 8B"].startswith("1.00 GiB")
-    assert shown["Mistral 7B v0.1"].startswith("512 MiB")
-    assert shown["DeepSeek-V3"].startswith("549 MiB") and shown["Falcon 7B"].startswith("64.0 MiB")
-    assert "keeps the last 4,096 of 8,192" in cache_page.tab.text_content(CACHE)
-    assert "Falcon 7B's, 64.0 MiB, 64 times smaller" in state["status"]
-
-
-def test_cache_from_the_keyboard_and_over_many_settings(cache_page):
-    tab = cache_page.tab
-    tab.focus(f"{CACHE}-context")
-    tab.keyboard.press("End")  # 2**17 positions
-    tab.focus(f"{CACHE}-batch")
-    for _ in range(3):  # 8 sequences
-        tab.keyboard.press("ArrowRight")
-    tab.focus(f"{CACHE}-precision")
-    tab.select_option(f"{CACHE}-precision", "4")
-    state = cache_page.state()
-    assert (state["context"], state["batchSize"], state["bytesPerNumber"]) == (131072, 8, 4)
-    assert tab.get_attribute(f"{CACHE}-context", "aria-valuetext") == "131,072 positions"
-    check_cache(state)
-    tab.focus(f"{CACHE}-context")
-    tab.keyboard.press("Home")  # 256 positions: shorter than Mistral's window
-    tab.select_option(f"{CACHE}-precision", "1")
-    state = cache_page.state()
-    assert (state["context"], state["bytesPerNumber"]) == (256, 1)
-    check_cache(state)
-    # compute() itself over the sliders' whole grid.
-    models = state["config"]["models"]
-    compute = (
-        "([settings, models]) => settings.map((s) => "
-        "window.attentionInstruments.cache_memory.compute(s, models))"
-    )
-    grid = [
-        {"context": 2**c, "batchSize": 2**b, "bytesPerNumber": n}
-        for c in range(8, 18)
-        for b in range(9)
-        for n in (1, 2, 4)
-    ]
-    for settings, result in zip(grid, tab.evaluate(compute, [grid, models]), strict=True):
-        check_cache({**settings, **result})
-    # Readable units: binary, three significant digits.
-    readable = "(b) => window.attentionInstruments.cache_memory.readable(b)"
-    for number, text in (
-        (1, "1 byte"),
-        (1023, "1,023 bytes"),
-        (1024, "1.00 KiB"),
-        (1536 * 1024, "1.50 MiB"),
-        (575_668_224, "549 MiB"),
-        (2**30 * 9 // 8, "1.13 GiB"),
-        (2**40 * 3, "3.00 TiB"),
-        (2**50, "1024 TiB"),
-    ):
-        assert tab.evaluate(readable, number) == text, number
-    tab.focus(f"{CACHE}-context")
-    cache_page.set_range("context", 13)
-    cache_page.set_range("batch", 0)
-    tab.select_option(f"{CACHE}-precision", "2")
-
-
-# --- both new instruments: accessible in both themes, readable on a phone, screenshots ------------
-
-
-@pytest.mark.parametrize("name", ["mask_composer", "cache_memory"])
-@pytest.mark.parametrize("theme", THEMES)
-def test_part_six_instruments_accessible_and_readable(browser, server, html_dir, axe, name, theme):
-    path = INSTRUMENT_PAGES[name]
-    for width in (1280, 390):
-        tab = Tab(browser, server, width=width, path=path, name=name, theme=theme)
-        try:
-            assert tab.tab.evaluate("() => document.documentElement.dataset.theme") == theme
-            if width == 1280:
-                result = run_axe(tab.tab)
-                blocking = [
-                    (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
-                    for v in result["violations"]
-                    if v["impact"] in BLOCKING
-                ]
-                assert not blocking, blocking
-                unnamed = tab.tab.evaluate(
-                    f"() => Array.from(document.querySelectorAll('#instrument-{name} input,"
-                    f" #instrument-{name} select')).filter((i) => !i.labels || !i.labels.length)"
-                    ".map((i) => i.id)"
-                )
-                assert not unnamed, unnamed
-            else:
-                if name == "mask_composer":  # the widest table the sliders allow
-                    tab.set_range("length", 12)
-                assert tab.tab.evaluate(
-                    "() => document.documentElement.scrollWidth <= "
-                    "document.documentElement.clientWidth"
-                )
-                assert tab.tab.locator(f"#instrument-{name}").bounding_box()["width"] <= 390
-            suffix = f"_{width}px"
-            element_screenshot(
-                tab.tab.locator(f"#instrument-{name}"), f"instrument_{name}_{theme}{suffix}"
-            )
-            assert not tab.errors, tab.errors
-            assert all(u.startswith((server, "data:", "blob:")) for u in tab.requests)
-        finally:
-            tab.tab.close()
-    files, missing = page_weights.fetched_files(browser, server, html_dir, path)
-    assert not missing, missing
-    assert sum(page_weights.compressed_size(f) for f in files) <= page_weights.FIRST_VISIT_BUDGET
+    accessible_on_a_phone_and_light(heads_page, browser, server, html_dir, axe)
 
 
 # --- both themes ---------------------------------------------------------------------------------
@@ -1276,8 +752,6 @@ INSTRUMENT_PAGES = {
     "heads": HEADS_PAGE,
     "positional": PE_PAGE,
     "masks": MASKS_PAGE,
-    "mask_composer": COMPOSER_PAGE,
-    "cache_memory": CACHE_PAGE,
 }
 
 
@@ -1285,41 +759,39 @@ INSTRUMENT_PAGES = {
 def test_readable_in_both_themes_and_restyled_by_the_switch(browser, server, name):
     # The theme's switch sets data-theme on <html> while the page is open: the instruments'
     # text must follow at once, each weight cell keeping an ink of at least 4.5:1 on its colour.
-    tab = Tab(browser, server, path=INSTRUMENT_PAGES[name], name=name)
+    tab = Instrument(browser, server, path=INSTRUMENT_PAGES[name], name=name)
     try:
         if name == "masks":  # empty rows of NaN, blocked cells and large weights, all at once
-            tab.tab.select_option("#instrument-masks-fill", "-inf")
+            tab.page.select_option("#instrument-masks-fill", "-inf")
         if name == "heads":  # two tokens: weights near 0 and 1, dark and light cells
             tab.set_range("t", 2)
             for seed in range(20):
-                tab.tab.fill("#instrument-heads-seed", str(seed))
+                tab.page.fill("#instrument-heads-seed", str(seed))
                 top = "() => Math.max(...window.attentionInstruments.heads.weights)"
-                if tab.tab.evaluate(top) > 0.9:
+                if tab.page.evaluate(top) > 0.9:
                     break
         fills = {}
         for theme in ("dark", "light", "dark"):
-            tab.tab.evaluate(f"() => {{ document.documentElement.dataset.theme = '{theme}'; }}")
-            rows = tab.tab.evaluate(CONTRASTS, TEXT)
+            tab.page.evaluate(f"() => {{ document.documentElement.dataset.theme = '{theme}'; }}")
+            rows = tab.page.evaluate(CONTRASTS, TEXT)
             assert len(rows) >= 10, rows
             worst = min(rows, key=lambda r: r["ratio"])
             assert worst["ratio"] >= 4.5, (theme, worst)
-            fills[theme] = tab.tab.evaluate(
+            fills[theme] = tab.page.evaluate(
                 "() => Array.from(document.querySelectorAll('.instrument-plot text'),"
                 " (t) => getComputedStyle(t).fill).join()"
             )
             if name == "heads":  # dark cells get white ink, light ones black
-                inks = tab.tab.evaluate(
+                inks = tab.page.evaluate(
                     "() => new Set(Array.from(document.querySelectorAll('.instrument-grid td'),"
                     " (c) => getComputedStyle(c).color)).size"
                 )
                 assert inks == 2, inks
             if name == "masks":
-                assert tab.tab.locator("td.instrument-nan").count() > 0
+                assert tab.page.locator("td.instrument-nan").count() > 0
         if name in ("scaling", "positional"):
             assert fills["dark"] != fills["light"], fills
-        tab.tab.locator(f"#instrument-{name}").screenshot(
-            path=str(SCREENSHOTS / f"instrument_{name}_dark.png")
-        )
+        element_screenshot(tab.page.locator(f"#instrument-{name}"), f"instrument_{name}_dark")
         assert not tab.errors, tab.errors
     finally:
-        tab.tab.close()
+        tab.close()

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from conftest import SCREENSHOTS
+from support.browser import SCREENSHOTS, Tab
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -105,8 +105,8 @@ def jupyterlab(html_dir, tmp_path_factory):
 def _run_notebook(browser, jupyterlab, path: str, name: str):
     """Open ``path`` in JupyterLab, run all cells, and return the page with what it saw."""
     base, token = jupyterlab
-    page = browser.new_page()
-    outside, errors = [], []
+    tab = Tab(browser)  # records console and page errors; routed here to the lab's hosts
+    page, errors, outside = tab.page, tab.errors, tab.outside
 
     def route(route):
         if urlsplit(route.request.url).hostname in LOCAL_HOSTS:
@@ -116,8 +116,6 @@ def _run_notebook(browser, jupyterlab, path: str, name: str):
             route.abort()
 
     page.route("**/*", route)
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
     # A workspace of its own, reset: only this notebook is open, and Run All acts on it.
     page.goto(f"{base}/lab/workspaces/{name}/tree/{path}?reset&token={token}", timeout=120_000)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SCREENSHOTS
+from support.browser import SCREENSHOTS, Tab
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -33,30 +33,24 @@ LABS = {
 @pytest.fixture
 def open_lab(browser, server, html_dir):
     """Open a lab page; collect console errors, page errors and failed requests."""
-    pages, problems = [], []
+    tabs = []
 
     def visit(name: str):
         path = f"notebooks_src/labs/{name}.html"
         assert (html_dir / path).is_file(), f"{path} is not in the built book (_toc.yml?)"
-        page = browser.new_page()
-        page.on(
-            "console",
-            lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
-        )
-        page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
-        page.on(
-            "response",
-            lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None,
-        )
-        page.goto(f"{server}/{path}", wait_until="load", timeout=90_000)
+        tab = Tab(browser)
+        tab.page.goto(f"{server}/{path}", wait_until="load", timeout=90_000)
         # sphinx-togglebutton adds the solution's toggle button once the page has loaded.
-        page.locator(".solution.dropdown button.toggle-button").wait_for(timeout=30_000)
-        pages.append(page)
-        return page
+        tab.page.locator(".solution.dropdown button.toggle-button").wait_for(timeout=30_000)
+        tabs.append(tab)
+        return tab.page
+
+    def problems() -> list[str]:
+        return [p for tab in tabs for p in tab.errors + tab.failed]
 
     yield visit, problems
-    for page in pages:
-        page.close()
+    for tab in tabs:
+        tab.close()
 
 
 @pytest.mark.parametrize("name", sorted(LABS))
@@ -99,4 +93,4 @@ def test_lab_solution_is_folded_and_the_check_passes_visibly(name, open_lab):
 
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"lab_{name}.png"), full_page=True)
-    assert not problems, "\n".join(problems)
+    assert not problems(), "\n".join(problems())

@@ -13,20 +13,25 @@ labels' contrast in the theme's light and dark modes, the site served from a sub
 
 from __future__ import annotations
 
-import functools
-import http.server
-import importlib.util
 import json
 import re
 import tempfile
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import ROOT, SCREENSHOTS, QuietHandler, element_screenshot
+from support.accessibility import blocking, run_axe
+from support.browser import (
+    DESKTOP,
+    NO_SIDEWAYS_SCROLL,
+    PHONE,
+    Tab,
+    element_screenshot,
+    fits_the_width,
+)
+from support.server import serve
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -45,16 +50,6 @@ UNSEEN = [
 # fp16 weights, fp32 arithmetic: every weight rounded to 11 significant bits moves the weights by
 # about 1e-3 at most (measured: 1.4e-3); the issue's bound for fp16 is 5e-3.
 ATOL_ATTENTION = 5e-3
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-page_weights = _load(ROOT / "benchmarks" / "page_weights.py", "page_weights")
 
 
 def reference(sentence: str) -> tuple[list[int], list[str], np.ndarray]:
@@ -86,43 +81,31 @@ READ_STATE = """(heads) => {
 }"""
 
 
-class Watched:
+class Watched(Tab):
     """A local-only tab that records requests, console errors and dialogs."""
 
     def __init__(self, context, base: str) -> None:
-        self.tab = page_weights.local_tab(context, base)
-        self.requests: list[str] = []
-        self.errors: list[str] = []
-        self.dialogs: list[str] = []
-        self.tab.on("request", lambda r: self.requests.append(r.url))
-        self.tab.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-        self.tab.on("pageerror", lambda e: self.errors.append(str(e)))
-
-        def dialog(d):
-            self.dialogs.append(d.message)
-            d.dismiss()
-
-        self.tab.on("dialog", dialog)
+        super().__init__(context, base, timeout=120_000)
 
     def load_model(self, url: str) -> None:
-        self.tab.goto(url, wait_until="load")
-        self.tab.click("#live-attention .live-load")
-        self.tab.wait_for_function(
+        self.page.goto(url, wait_until="load")
+        self.page.click("#live-attention .live-load")
+        self.page.wait_for_function(
             "() => window.liveAttention.status === 'ready' && window.liveAttention.runs > 0",
             timeout=180_000,
         )
 
     def type(self, text: str, heads: tuple[int, ...] = ()) -> dict:
-        runs = self.tab.evaluate("() => window.liveAttention.runs")
-        self.tab.fill("#live-text", text)
+        runs = self.page.evaluate("() => window.liveAttention.runs")
+        self.page.fill("#live-text", text)
         # A run that started before the text changed may end first: wait for this text's run.
-        self.tab.wait_for_function(
+        self.page.wait_for_function(
             "([n, text]) => window.liveAttention.runs > n && window.liveAttention.sentence === text"
             " && window.liveAttention.status === 'ready'",
             arg=[runs, text],
             timeout=60_000,
         )
-        return self.tab.evaluate(READ_STATE, list(heads))
+        return self.page.evaluate(READ_STATE, list(heads))
 
 
 def model_downloads(urls: list[str]) -> list[str]:
@@ -137,24 +120,24 @@ def model_downloads(urls: list[str]) -> list[str]:
 def live(browser, server):
     watched = Watched(browser, server)
     # A first visit: an earlier test's failed load may have kept the runtime in the cache.
-    watched.tab.goto(f"{server}/{PAGE}", wait_until="load")
-    watched.tab.evaluate("() => caches.delete('attention-by-running-it-live')")
+    watched.page.goto(f"{server}/{PAGE}", wait_until="load")
+    watched.page.evaluate("() => caches.delete('attention-by-running-it-live')")
     watched.load_model(f"{server}/{PAGE}")
     yield watched
-    watched.tab.close()
+    watched.close()
 
 
 def test_nothing_of_the_model_loads_before_the_click(browser, server, html_dir):
     watched = Watched(browser, server)
     try:
-        watched.tab.goto(f"{server}/{PAGE}", wait_until="load")
-        watched.tab.wait_for_load_state("networkidle")
-        assert watched.tab.evaluate("() => window.liveAttention.status") == "idle"
+        watched.page.goto(f"{server}/{PAGE}", wait_until="load")
+        watched.page.wait_for_load_state("networkidle")
+        assert watched.page.evaluate("() => window.liveAttention.status") == "idle"
         assert not model_downloads(watched.requests), model_downloads(watched.requests)
-        button = watched.tab.text_content("#live-attention .live-load")
-        config = json.loads(watched.tab.get_attribute("#live-attention", "data-config"))
+        button = watched.page.text_content("#live-attention .live-load")
+        config = json.loads(watched.page.get_attribute("#live-attention", "data-config"))
     finally:
-        watched.tab.close()
+        watched.close()
     # The button states what the click downloads: the files' sizes, added up.
     total = sum((html_dir / "_static" / name).stat().st_size for name in config["sizes"])
     assert total == config["total"]
@@ -167,23 +150,23 @@ def test_a_failed_download_says_why_and_keeps_the_explorer(browser, server):
     button = "#live-attention .live-load"
     focused = f"() => document.activeElement === document.querySelector('{button}')"
     try:
-        watched.tab.goto(f"{server}/{PAGE}", wait_until="load")
-        watched.tab.evaluate("() => caches.delete('attention-by-running-it-live')")
-        watched.tab.route("**/*.onnx", lambda route: route.abort())
-        watched.tab.focus(button)
-        watched.tab.keyboard.press("Enter")
+        watched.page.goto(f"{server}/{PAGE}", wait_until="load")
+        watched.page.evaluate("() => caches.delete('attention-by-running-it-live')")
+        watched.page.route("**/*.onnx", lambda route: route.abort())
+        watched.page.focus(button)
+        watched.page.keyboard.press("Enter")
         # While it loads, the button says it is unavailable without dropping the focus.
-        assert watched.tab.get_attribute(button, "aria-disabled") == "true"
-        assert watched.tab.evaluate(focused)
-        watched.tab.wait_for_function("() => window.liveAttention.status === 'error'")
-        message = watched.tab.text_content("#live-attention .live-status")
+        assert watched.page.get_attribute(button, "aria-disabled") == "true"
+        assert watched.page.evaluate(focused)
+        watched.page.wait_for_function("() => window.liveAttention.status === 'error'")
+        message = watched.page.text_content("#live-attention .live-status")
         assert "could not be loaded" in message and "explorer" in message
-        assert watched.tab.is_enabled(button)  # and it can be tried again
-        assert watched.tab.get_attribute(button, "aria-disabled") is None
-        assert watched.tab.evaluate(focused)
-        assert watched.tab.locator("#explorer-attention").count() == 1
+        assert watched.page.is_enabled(button)  # and it can be tried again
+        assert watched.page.get_attribute(button, "aria-disabled") is None
+        assert watched.page.evaluate(focused)
+        assert watched.page.locator("#explorer-attention").count() == 1
     finally:
-        watched.tab.close()
+        watched.close()
 
 
 @pytest.mark.parametrize("sentence", UNSEEN, ids=["non-ascii", "sixty-tokens", "markup"])
@@ -200,7 +183,7 @@ def test_typed_sentences_match_the_python_model(live, sentence):
     if "sixty" in sentence or len(ids) > 50:
         assert 50 <= len(ids) <= 70, len(ids)
     # A line in the box says what [UNK] is, and which words became one; none without an [UNK].
-    note = live.tab.locator("#live-attention .live-unknown")
+    note = live.page.locator("#live-attention .live-unknown")
     if "[UNK]" in tokens:
         assert note.is_visible()
         text = note.text_content()
@@ -212,21 +195,21 @@ def test_typed_sentences_match_the_python_model(live, sentence):
 
 def test_markup_stays_text_and_nothing_runs(live):
     live.type(UNSEEN[2])
-    box = live.tab.locator("#live-attention")
+    box = live.page.locator("#live-attention")
     assert box.locator("img, script").count() == 0
-    options = live.tab.eval_on_selector_all("#live-query option", "(os) => os.map(o => o.text)")
+    options = live.page.eval_on_selector_all("#live-query option", "(os) => os.map(o => o.text)")
     assert any("<" in text for text in options), options
     assert not live.dialogs, live.dialogs
 
 
 def test_the_model_runs_in_a_worker_and_the_page_answers_meanwhile(live):
-    assert live.tab.evaluate("() => window.liveAttention.inWorker") is True
+    assert live.page.evaluate("() => window.liveAttention.inWorker") is True
     live.type("Dog bites man.")
-    live.tab.fill("#live-text", "attention " * 600)  # 512 tokens: seconds of work
-    live.tab.wait_for_function("() => window.liveAttention.computing", timeout=10_000)
+    live.page.fill("#live-text", "attention " * 600)  # 512 tokens: seconds of work
+    live.page.wait_for_function("() => window.liveAttention.computing", timeout=10_000)
     # The page's thread answers while the model computes: this call returns before the run ends,
     # the status says what is happening and the maps are marked busy.
-    during = live.tab.evaluate(
+    during = live.page.evaluate(
         """() => {
           const box = document.querySelector('#live-attention');
           return [window.liveAttention.computing, box.querySelector('.live-status').textContent,
@@ -235,18 +218,18 @@ def test_the_model_runs_in_a_worker_and_the_page_answers_meanwhile(live):
     )
     assert during[0] is True
     assert during[1].startswith("Computing") and during[2] == "true"
-    live.tab.wait_for_function(
+    live.page.wait_for_function(
         "() => !window.liveAttention.computing && window.liveAttention.shape?.[2] === 512",
         timeout=120_000,
     )
-    assert live.tab.get_attribute("#live-attention .live-views", "aria-busy") == "false"
+    assert live.page.get_attribute("#live-attention .live-views", "aria-busy") == "false"
 
 
 def test_the_empty_box_gives_a_hint(live):
     state = live.type("   ")
     assert state["tokens"] is None
     assert "Type a sentence" in state["message"]
-    assert live.tab.locator("#live-attention .live-body").is_hidden()
+    assert live.page.locator("#live-attention .live-body").is_hidden()
 
 
 def test_a_text_over_512_tokens_is_truncated_with_a_message(live):
@@ -265,80 +248,82 @@ def test_a_text_over_512_tokens_is_truncated_with_a_message(live):
 
 def test_a_second_sentence_over_512_tokens_says_how_many_tokens_were_left_out(live):
     live.type("Dog bites man.")
-    live.tab.check("#live-compare")
-    note = live.tab.locator("#live-attention .live-compare-input .live-note")
+    live.page.check("#live-compare")
+    note = live.page.locator("#live-attention .live-compare-input .live-note")
     text = "attention " * 700  # 702 tokens with [CLS] and [SEP]
-    live.tab.fill("#live-text-b", text)
-    live.tab.wait_for_function(
+    live.page.fill("#live-text-b", text)
+    live.page.wait_for_function(
         "(text) => window.liveAttention.second?.sentence === text", arg=text, timeout=60_000
     )
-    assert live.tab.evaluate("() => window.liveAttention.second.truncatedFrom") == 702
-    assert live.tab.evaluate("() => window.liveAttention.second.ids.length") == 512
+    assert live.page.evaluate("() => window.liveAttention.second.truncatedFrom") == 702
+    assert live.page.evaluate("() => window.liveAttention.second.ids.length") == 512
     assert note.is_visible()
     assert "702 tokens" in note.text_content()
     assert "the last 190 tokens were left out" in note.text_content()
-    assert live.tab.evaluate("() => window.liveAttention.truncatedFrom") is None  # the first: not
-    live.tab.fill("#live-text-b", "Man bites dog.")
-    live.tab.wait_for_function("() => window.liveAttention.second?.sentence === 'Man bites dog.'")
+    assert live.page.evaluate("() => window.liveAttention.truncatedFrom") is None  # the first: not
+    live.page.fill("#live-text-b", "Man bites dog.")
+    live.page.wait_for_function("() => window.liveAttention.second?.sentence === 'Man bites dog.'")
     assert note.is_hidden()
-    live.tab.uncheck("#live-compare")
-    live.tab.wait_for_function("() => window.liveAttention.second === null")
+    live.page.uncheck("#live-compare")
+    live.page.wait_for_function("() => window.liveAttention.second === null")
 
 
 def test_the_maps_are_drawn_again_when_the_window_is_resized(live):
     # Twelve tokens: at 1280 px the map's cells are at their largest (36 px), wider than a
     # phone's column; at 390 px they must shrink to fit the box.
     live.type("The cat sat on the mat because it was tired.")
-    live.tab.check("#live-compare")
-    live.tab.fill("#live-text-b", "The dog sat on the rug because it was tired.")
-    # The difference of this pair: one left from an earlier test would pass at once.
-    live.tab.wait_for_function(
-        "() => window.liveAttention.second?.sentence === "
-        "'The dog sat on the rug because it was tired.' && window.liveAttention.difference !== null"
+    live.page.check("#live-compare")
+    second = "The dog sat on the rug because it was tired."
+    live.page.fill("#live-text-b", second)
+    # This pair's difference (an earlier test's pair may have left one of its own).
+    live.page.wait_for_function(
+        "(b) => window.liveAttention.second?.sentence === b"
+        " && window.liveAttention.difference !== null",
+        arg=second,
     )
     # [box width, drawn map width] of every map shown.
     widths = """() => Array.from(document.querySelectorAll('#live-attention .live-large'))
         .filter((box) => box.offsetParent !== null)
         .map((box) => [box.clientWidth, box.firstChild.getBoundingClientRect().width])"""
-    wide = live.tab.evaluate(widths)
+    wide = live.page.evaluate(widths)
     assert len(wide) == 3  # the head, the second sentence, the difference
     try:
-        live.tab.set_viewport_size({"width": 390, "height": 844})
-        live.tab.wait_for_function(
+        live.page.set_viewport_size(PHONE)
+        live.page.wait_for_function(
             f"() => ({widths})().every(([box, canvas]) => canvas <= box)", timeout=10_000
         )
-        narrow = live.tab.evaluate(widths)
-        assert all(canvas < 390 for _, canvas in narrow), narrow
+        narrow = live.page.evaluate(widths)
+        assert all(canvas < PHONE["width"] for _, canvas in narrow), narrow
         assert all(n[1] < w[1] for n, w in zip(narrow, wide, strict=True)), (narrow, wide)
-        live.tab.set_viewport_size({"width": 1280, "height": 900})
-        live.tab.wait_for_function(
+        live.page.set_viewport_size(DESKTOP)
+        live.page.wait_for_function(
             f"(wide) => JSON.stringify(({widths})()) === JSON.stringify(wide)", arg=wide
         )
     finally:
-        live.tab.set_viewport_size({"width": 1280, "height": 900})
-        live.tab.uncheck("#live-compare")
-        live.tab.wait_for_function("() => window.liveAttention.second === null")
+        live.page.set_viewport_size(DESKTOP)
+        live.page.uncheck("#live-compare")
+        live.page.wait_for_function("() => window.liveAttention.second === null")
 
 
 def test_the_grid_and_the_switch_work_from_the_keyboard(live):
     live.type("The cat sat on the mat.")
-    live.tab.focus("#live-attention .live-cell[aria-pressed=true]")
-    live.tab.keyboard.press("ArrowRight")
-    live.tab.keyboard.press("ArrowDown")
-    pressed = live.tab.get_attribute(".live-cell[aria-pressed=true]", "aria-label")
+    live.page.focus("#live-attention .live-cell[aria-pressed=true]")
+    live.page.keyboard.press("ArrowRight")
+    live.page.keyboard.press("ArrowDown")
+    pressed = live.page.get_attribute(".live-cell[aria-pressed=true]", "aria-label")
     assert pressed == "layer 1, head 1"
-    assert live.tab.evaluate("() => document.activeElement.getAttribute('aria-label')") == pressed
-    assert live.tab.input_value("#live-layer") == "1"
-    assert "Layer 1, head 1" in live.tab.text_content(".live-large-title")
-    fixed = live.tab.get_attribute(".live-legend", "aria-label")
+    assert live.page.evaluate("() => document.activeElement.getAttribute('aria-label')") == pressed
+    assert live.page.input_value("#live-layer") == "1"
+    assert "Layer 1, head 1" in live.page.text_content(".live-large-title")
+    fixed = live.page.get_attribute(".live-legend", "aria-label")
     assert "to 1.00" in fixed
-    live.tab.focus("#live-per-head")
-    live.tab.keyboard.press("Space")
-    scaled = live.tab.get_attribute(".live-legend", "aria-label")
+    live.page.focus("#live-per-head")
+    live.page.keyboard.press("Space")
+    scaled = live.page.get_attribute(".live-legend", "aria-label")
     assert scaled != fixed and "largest weight" in scaled
-    live.tab.keyboard.press("Space")  # back to the fixed 0-1 scale
-    live.tab.select_option("#live-query", "2")
-    assert live.tab.text_content(".live-readout").startswith("Query 2 (cat)")
+    live.page.keyboard.press("Space")  # back to the fixed 0-1 scale
+    live.page.select_option("#live-query", "2")
+    assert live.page.text_content(".live-readout").startswith("Query 2 (cat)")
 
 
 # The head view's lines as drawn: [head, query, key, weight, opacity] from their data attributes.
@@ -355,19 +340,19 @@ def test_the_head_view_draws_the_models_weights_for_the_chosen_query(live):
     _, tokens, expected = reference(sentence)
     assert state["tokens"] == tokens
     layer = 4
-    live.tab.select_option("#live-layer", str(layer))
-    assert f"layer {layer}" in live.tab.text_content(".live-hv-heading")
+    live.page.select_option("#live-layer", str(layer))
+    assert f"layer {layer}" in live.page.text_content(".live-hv-heading")
     query = tokens.index("it")
-    token = live.tab.locator(".live-hv-queries .live-hv-token").nth(query)
+    token = live.page.locator(".live-hv-queries .live-hv-token").nth(query)
     token.hover()
-    live.tab.wait_for_function(
+    live.page.wait_for_function(
         "(q) => document.querySelectorAll('.live-hv-lines line').length > 0 && Array.from("
         "document.querySelectorAll('.live-hv-lines line')).every((l) => +l.dataset.query === q)",
         arg=query,
     )
     assert token.get_attribute("aria-pressed") == "true"
-    assert live.tab.input_value("#live-query") == str(query)  # the box's query row follows
-    lines = np.asarray(live.tab.evaluate(READ_LINES))
+    assert live.page.input_value("#live-query") == str(query)  # the box's query row follows
+    lines = np.asarray(live.page.evaluate(READ_LINES))
     drawn = {(int(h), int(k)): w for h, _, k, w, _ in lines}
     # Every line carries the page's weight for (layer, head, query, key) exactly, its opacity is
     # that weight, and the lines left out are the invisible ones (under 0.001).
@@ -385,7 +370,7 @@ def test_the_head_view_draws_the_models_weights_for_the_chosen_query(live):
     python = np.where(page > 0, expected[layer, :, query, :], 0)
     assert np.abs(page - python).max() <= ATOL_ATTENTION
     # The text alternative: each head's top key, with its weight.
-    items = live.tab.eval_on_selector_all(
+    items = live.page.eval_on_selector_all(
         ".live-hv-summary li", "(ls) => ls.map((l) => l.textContent)"
     )
     assert len(items) == H
@@ -393,22 +378,22 @@ def test_the_head_view_draws_the_models_weights_for_the_chosen_query(live):
         k = int(np.argmax(weights[layer, h, query]))
         assert text.startswith(f"head {h}: {k} {tokens[k]} {weights[layer, h, query, k]:.2f}")
     # A head switched off draws no line and leaves the list; switched on, it is back.
-    live.tab.click(".live-hv-toggle >> nth=3")
-    assert live.tab.get_attribute(".live-hv-toggle >> nth=3", "aria-pressed") == "false"
-    assert 3 not in {int(h) for h, *_ in live.tab.evaluate(READ_LINES)}
-    assert len(live.tab.query_selector_all(".live-hv-summary li")) == H - 1
-    live.tab.click(".live-hv-toggle >> nth=3")
-    assert len(live.tab.evaluate(READ_LINES)) == len(lines)
+    live.page.click(".live-hv-toggle >> nth=3")
+    assert live.page.get_attribute(".live-hv-toggle >> nth=3", "aria-pressed") == "false"
+    assert 3 not in {int(h) for h, *_ in live.page.evaluate(READ_LINES)}
+    assert len(live.page.query_selector_all(".live-hv-summary li")) == H - 1
+    live.page.click(".live-hv-toggle >> nth=3")
+    assert len(live.page.evaluate(READ_LINES)) == len(lines)
     # The keyboard: the chosen token has the tab stop; arrow keys choose the next query.
-    live.tab.focus(".live-hv-queries .live-hv-token[tabindex='0']")
-    live.tab.keyboard.press("ArrowDown")
-    pressed = live.tab.get_attribute(".live-hv-queries [aria-pressed=true]", "data-index")
+    live.page.focus(".live-hv-queries .live-hv-token[tabindex='0']")
+    live.page.keyboard.press("ArrowDown")
+    pressed = live.page.get_attribute(".live-hv-queries [aria-pressed=true]", "data-index")
     assert pressed == str(query + 1)
-    assert live.tab.evaluate("() => document.activeElement.dataset.index") == pressed
-    assert {int(q) for _, q, *_ in live.tab.evaluate(READ_LINES)} == {query + 1}
-    live.tab.keyboard.press("Home")
-    assert live.tab.get_attribute(".live-hv-queries [aria-pressed=true]", "data-index") == "0"
-    live.tab.select_option("#live-layer", "0")
+    assert live.page.evaluate("() => document.activeElement.dataset.index") == pressed
+    assert {int(q) for _, q, *_ in live.page.evaluate(READ_LINES)} == {query + 1}
+    live.page.keyboard.press("Home")
+    assert live.page.get_attribute(".live-hv-queries [aria-pressed=true]", "data-index") == "0"
+    live.page.select_option("#live-layer", "0")
 
 
 # WCAG 2's contrast of an element's computed colour on the first opaque background under it.
@@ -449,59 +434,47 @@ def set_theme(tab, theme: str) -> None:
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_labels_are_readable_in_both_themes(live, axe, theme):
-    from test_browser_a11y import BLOCKING, WCAG_A_AA
-
     live.type("The cat sat on the mat.")
-    live.tab.hover(".live-hv-queries .live-hv-token >> nth=2")
+    live.page.hover(".live-hv-queries .live-hv-token >> nth=2")
     try:
-        set_theme(live.tab, theme)
+        set_theme(live.page, theme)
         # The canvases are drawn again in the theme's colours (the maps' labels, the shades).
-        live.tab.wait_for_function(
+        live.page.wait_for_function(
             "(t) => getComputedStyle(document.querySelector('#live-attention'))"
             ".getPropertyValue('--live-bg').trim() === (t === 'dark' ? '#121212' : '#ffffff')",
             arg=theme,
         )
-        ratios = live.tab.evaluate(CONTRASTS, LABELS)
+        ratios = live.page.evaluate(CONTRASTS, LABELS)
         for selector, values in ratios.items():
             assert values, f"nothing measured for {selector}"
             assert min(values) >= 4.5, (theme, selector, min(values))
         # axe-core on the box (the rest of the page in dark mode is tested on its own).
-        live.tab.add_script_tag(path=str(axe))
-        result = live.tab.evaluate(
-            "(tags) => axe.run('#live-attention', {runOnly: {type: 'tag', values: tags},"
-            " resultTypes: ['violations']})",
-            WCAG_A_AA,
-        )
-        blocking = [
-            (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
-            for v in result["violations"]
-            if v["impact"] in BLOCKING
-        ]
-        assert not blocking, blocking
-        box = live.tab.locator("#live-attention")
+        found = blocking(run_axe(live.page, axe, within="#live-attention"))
+        assert not found, found
+        box = live.page.locator("#live-attention")
         element_screenshot(box, f"live_attention_{theme}_1280px")
-        live.tab.set_viewport_size({"width": 390, "height": 844})
-        live.tab.wait_for_timeout(400)  # the maps are drawn again to the new width
+        live.page.set_viewport_size(PHONE)
+        live.page.wait_for_timeout(400)  # the maps are drawn again to the new width
         element_screenshot(box, f"live_attention_{theme}_390px")
     finally:
-        live.tab.set_viewport_size({"width": 1280, "height": 900})
-        set_theme(live.tab, "light")
+        live.page.set_viewport_size(DESKTOP)
+        set_theme(live.page, "light")
 
 
 def test_two_sentences_side_by_side_and_their_difference(live):
     live.type("Dog bites man.")
-    live.tab.check("#live-compare")
-    live.tab.wait_for_function("() => window.liveAttention.second !== null")
-    runs = live.tab.evaluate("() => window.liveAttention.runs")
-    live.tab.fill("#live-text-b", "Man bites dog.")
-    live.tab.wait_for_function(
+    live.page.check("#live-compare")
+    live.page.wait_for_function("() => window.liveAttention.second !== null")
+    runs = live.page.evaluate("() => window.liveAttention.runs")
+    live.page.fill("#live-text-b", "Man bites dog.")
+    live.page.wait_for_function(
         "(n) => window.liveAttention.second?.sentence === 'Man bites dog.'"
         " && window.liveAttention.difference !== null",
         arg=runs,
     )
-    live.tab.select_option("#live-layer", "2")
-    live.tab.select_option("#live-head", "9")
-    got = live.tab.evaluate(
+    live.page.select_option("#live-layer", "2")
+    live.page.select_option("#live-head", "9")
+    got = live.page.evaluate(
         "() => { const d = window.liveAttention.difference;"
         " return [d.layer, d.head, Array.from(d.values), d.largest]; }"
     )
@@ -512,32 +485,26 @@ def test_two_sentences_side_by_side_and_their_difference(live):
     values = np.asarray(got[2], dtype=np.float32).reshape(expected.shape)
     assert np.abs(values - expected).max() <= 2 * ATOL_ATTENTION  # two maps' errors add up
     assert abs(got[3] - np.abs(expected).max()) <= 2 * ATOL_ATTENTION
-    assert live.tab.locator(".live-compare-views").is_visible()
+    assert live.page.locator(".live-compare-views").is_visible()
     # Sentences of different lengths: side by side, and a message instead of the difference.
-    live.tab.fill("#live-text-b", "A much longer second sentence than the first one.")
-    live.tab.wait_for_function("() => window.liveAttention.difference === null")
-    assert "same number of tokens" in live.tab.text_content(".live-compare-views")
-    live.tab.uncheck("#live-compare")
-    live.tab.wait_for_function("() => window.liveAttention.second === null")
-    assert live.tab.locator(".live-compare-views").is_hidden()
+    live.page.fill("#live-text-b", "A much longer second sentence than the first one.")
+    live.page.wait_for_function("() => window.liveAttention.difference === null")
+    assert "same number of tokens" in live.page.text_content(".live-compare-views")
+    live.page.uncheck("#live-compare")
+    live.page.wait_for_function("() => window.liveAttention.second === null")
+    assert live.page.locator(".live-compare-views").is_hidden()
 
 
 def test_the_loaded_box_is_accessible(live, axe):
     # axe-core (WCAG 2.0/2.1 A and AA) on the page once the box shows its views, comparison on.
-    from test_browser_a11y import BLOCKING, run_axe
-
     live.type("Dog bites man.")
-    live.tab.check("#live-compare")
-    live.tab.fill("#live-text-b", "Man bites dog.")
-    live.tab.wait_for_function("() => window.liveAttention.difference !== null")
-    result = run_axe(live.tab)
-    live.tab.uncheck("#live-compare")
-    blocking = [
-        (v["id"], v["help"], [n["target"] for n in v["nodes"]][:3])
-        for v in result["violations"]
-        if v["impact"] in BLOCKING
-    ]
-    assert not blocking, blocking
+    live.page.check("#live-compare")
+    live.page.fill("#live-text-b", "Man bites dog.")
+    live.page.wait_for_function("() => window.liveAttention.difference !== null")
+    result = run_axe(live.page, axe)
+    live.page.uncheck("#live-compare")
+    found = blocking(result)
+    assert not found, found
 
 
 def test_no_console_error_no_dialog_no_request_outside(live, server):
@@ -554,25 +521,25 @@ def test_a_second_visit_loads_from_the_browser_cache(live, browser, server):
     # After the first load (the `live` tab), the files are in the browser's cache.
     again = Watched(browser, server)
     try:
-        again.tab.goto(f"{server}/{PAGE}", wait_until="load")
-        config = json.loads(again.tab.get_attribute("#live-attention", "data-config"))
+        again.page.goto(f"{server}/{PAGE}", wait_until="load")
+        config = json.loads(again.page.get_attribute("#live-attention", "data-config"))
         # The button does not promise a download of what the browser has kept.
-        again.tab.wait_for_function(
+        again.page.wait_for_function(
             "() => /kept by this browser/.test("
             "document.querySelector('#live-attention .live-load').textContent)"
         )
-        label = again.tab.text_content("#live-attention .live-load")
+        label = again.page.text_content("#live-attention .live-load")
         assert f"({config['total'] / 1e6:.1f} MB download)" not in label, label
         again.load_model(f"{server}/{PAGE}")
-        read = again.tab.evaluate("() => window.liveAttention.loadBytes")
+        read = again.page.evaluate("() => window.liveAttention.loadBytes")
         assert read["network"] == 0 and read["cache"] > 40e6, read
         # The large files come from the cache (the small scripts may be asked again).
         large = [u for u in model_downloads(again.requests) if re.search(r"\.(onnx|wasm|json)$", u)]
         assert not large, large
-        assert again.tab.evaluate("() => window.liveAttention.ids") is not None
+        assert again.page.evaluate("() => window.liveAttention.ids") is not None
         assert not again.errors, again.errors
     finally:
-        again.tab.close()
+        again.close()
 
 
 @pytest.fixture(scope="module")
@@ -581,18 +548,14 @@ def sub_path_server(html_dir):
     with tempfile.TemporaryDirectory() as root:
         (Path(root) / "course").mkdir()
         (Path(root) / "course" / "book").symlink_to(html_dir.resolve())
-        handler = functools.partial(QuietHandler, directory=root)
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-        httpd.shutdown()
-        httpd.server_close()
+        with serve(root) as base:
+            yield base
 
 
 def test_from_a_sub_path_on_a_phone(browser, sub_path_server):
     watched = Watched(browser, sub_path_server)
     try:
-        watched.tab.set_viewport_size({"width": 390, "height": 844})
+        watched.page.set_viewport_size(PHONE)
         watched.load_model(f"{sub_path_server}/course/book/{PAGE}")
         sentence = UNSEEN[0]
         state = watched.type(sentence)
@@ -602,48 +565,39 @@ def test_from_a_sub_path_on_a_phone(browser, sub_path_server):
         assert np.abs(got - weights).max() <= ATOL_ATTENTION
         assert all("/course/book/" in u for u in model_downloads(watched.requests))
         # Readable at 390 px: the page does not scroll sideways; the large map scrolls in its box.
-        assert watched.tab.evaluate(
-            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
-        box = watched.tab.locator("#live-attention")
-        assert box.bounding_box()["width"] <= 390
+        box = fits_the_width(watched.page, "#live-attention")
         # The map is wider than its box: a line says it scrolls, the hidden edge is shaded, and
         # the box takes the keyboard focus (so arrow keys scroll it).
-        scroll = watched.tab.locator("#live-attention .live-large").first
-        frame = watched.tab.locator("#live-attention .live-frame").first
-        assert watched.tab.locator("#live-attention .live-scroll-hint").first.is_visible()
+        scroll = watched.page.locator("#live-attention .live-large").first
+        frame = watched.page.locator("#live-attention .live-frame").first
+        assert watched.page.locator("#live-attention .live-scroll-hint").first.is_visible()
         assert "live-more-right" in frame.get_attribute("class")
         assert scroll.get_attribute("tabindex") == "0"
         scroll.evaluate("(el) => { el.scrollLeft = el.scrollWidth; }")
-        watched.tab.wait_for_function(
+        watched.page.wait_for_function(
             "() => document.querySelector('#live-attention .live-frame')"
             ".classList.contains('live-more-left')"
         )
         assert "live-more-right" not in frame.get_attribute("class")
         scroll.evaluate("(el) => { el.scrollLeft = 0; }")
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        box.scroll_into_view_if_needed()
-        box.screenshot(path=str(SCREENSHOTS / "live_attention_390px_subpath.png"))
+        element_screenshot(box, "live_attention_390px_subpath")
         assert not watched.errors, watched.errors
     finally:
-        watched.tab.close()
+        watched.close()
 
 
 def test_a_desktop_screenshot(live):
-    box = live.tab.locator("#live-attention")
-    no_sideways_scroll = (
-        "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-    )
+    box = live.page.locator("#live-attention")
     live.type(UNSEEN[0])
-    assert live.tab.evaluate(no_sideways_scroll)
+    assert live.page.evaluate(NO_SIDEWAYS_SCROLL)
     element_screenshot(box, "live_attention")
     live.type("Dog bites man.")
-    live.tab.check("#live-compare")
-    live.tab.fill("#live-text-b", "Man bites dog.")
-    live.tab.wait_for_function("() => window.liveAttention.difference !== null")
-    assert live.tab.evaluate(no_sideways_scroll)
+    live.page.check("#live-compare")
+    live.page.fill("#live-text-b", "Man bites dog.")
+    live.page.wait_for_function("() => window.liveAttention.difference !== null")
+    assert live.page.evaluate(NO_SIDEWAYS_SCROLL)
     element_screenshot(box, "live_attention_compare")
-    live.tab.uncheck("#live-compare")
+    live.page.uncheck("#live-compare")
 
 
 def test_a_page_opened_as_a_file_says_why_the_model_cannot_load(browser, html_dir):

@@ -7,7 +7,8 @@ prints or saves a PDF), opened in the dark theme as a reader who prints from it 
 from __future__ import annotations
 
 import pytest
-from test_browser_a11y import CHOOSE_THEME, page_weights
+
+from support.browser import CHOOSE_THEME, Tab
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -45,7 +46,7 @@ PRINTED = """() => {
 
 @pytest.mark.parametrize("page", PAGES)
 def test_a_page_prints_whole_and_light(browser, server, page):
-    tab = page_weights.local_tab(browser, server)
+    tab = Tab(browser, server, timeout=120_000).page
     tab.add_init_script(CHOOSE_THEME.format("dark"))
     try:
         tab.set_viewport_size({"width": 680, "height": 900})  # A4 less 15 mm margins, in CSS px
@@ -84,7 +85,7 @@ def test_a_page_prints_whole_and_light(browser, server, page):
 def test_a_pdf_of_a_chapter(browser, server):
     # Chromium's own PDF print fires beforeprint and afterprint: the quiz's answers are in the
     # page while it is printed, and gone afterwards.
-    tab = page_weights.local_tab(browser, server)
+    tab = Tab(browser, server, timeout=120_000).page
     try:
         tab.goto(f"{server}/{PAGES[0]}", wait_until="load")
         tab.wait_for_function(

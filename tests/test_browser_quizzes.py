@@ -13,9 +13,9 @@ import json
 import re
 
 import pytest
-from test_browser import PageVisit
 
-from conftest import ROOT, SCREENSHOTS, missing
+from conftest import ROOT, missing
+from support.browser import SCREENSHOTS, Tab
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -72,7 +72,8 @@ def test_quiz_renders_and_grades_in_the_static_page(quiz_file, browser, server, 
     # Chapters load MathJax and sometimes plotly.js: on a busy machine a page can take well
     # over Playwright's default 30 s to load.
     browser.set_default_timeout(120_000)
-    visit = PageVisit(browser, server, path)
+    visit = Tab(browser, server)
+    visit.goto(path, idle=True)
     page = visit.page
     container = page.locator(f"#quiz_{stem}")
     assert container.count() == 1, f"{path}: no quiz container #quiz_{stem}"
@@ -121,7 +122,7 @@ def test_quiz_renders_and_grades_in_the_static_page(quiz_file, browser, server, 
     page.close()
     assert not visit.errors, "\n".join(visit.errors)
     assert not visit.outside, "requests left the machine:\n" + "\n".join(visit.outside)
-    assert not visit.failed, "\n".join(visit.failed)
+    assert not visit.failed + visit.unfinished, "\n".join(visit.failed + visit.unfinished)
 
 
 def _button_with_feedback(wrapper, feedback: str):

@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
 from attention_lab.efficient import KVCache, decode_step, peak_memory, tiled_attention
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
-from conftest import HALF_TOLERANCE, random_inputs
+from support.tensors import HALF_TOLERANCE, random_inputs
 
 CASES = {
     # name: (query, key, value, block_size)

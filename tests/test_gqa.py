@@ -14,7 +14,7 @@ from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3Rotary
 from attention_lab.attention import MultiHeadAttention
 from attention_lab.efficient import KVCache, decode_step
 from attention_lab.masks import causal_mask, padding_mask
-from conftest import random_inputs
+from support.tensors import random_inputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from attention_lab import interactive
 from attention_lab.book import explorers
-from conftest import ROOT, random_inputs
+from conftest import ROOT
+from support.tensors import random_inputs
 
 MARKUP = "<img src=x onerror=alert(1)>"
 ATOL = 0.5e-3  # values are stored with 3 decimals

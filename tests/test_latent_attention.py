@@ -12,7 +12,7 @@ from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
 
 from attention_lab.attention import LatentAttention, LatentCache, MultiHeadAttention
 from attention_lab.masks import causal_mask, padding_mask
-from conftest import random_inputs
+from support.tensors import random_inputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -139,8 +139,10 @@ def test_latent_attention_with_cache_matches_the_full_causal_pass():
         (
             lambda: LatentCache(1, 8, 4, 2).append(torch.zeros(1, 3, 8), torch.zeros(1, 3, 4)),
             ValueError,
-            "max_len",
+            "holds 0 of max_len=2 positions and cannot take 3 more",
         ),
+        (lambda: LatentCache(1, 8, 0, 2), ValueError, "rope_dim must be a positive int"),
+        (lambda: LatentCache(1, 8, 4, 2, dtype=torch.int64), TypeError, "floating torch.dtype"),
         (
             lambda: LatentCache(1, 8, 4, 2).append(torch.zeros(1, 1, 7), torch.zeros(1, 1, 4)),
             ValueError,

@@ -22,7 +22,7 @@ from attention_lab.layers import (
 )
 from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.positional import sinusoidal_encoding
-from conftest import random_inputs
+from support.tensors import random_inputs
 
 # The fields of a small encoder besides its vocabulary size.
 ENCODER = {"d_model": 8, "num_layers": 1, "num_heads": 2, "d_ff": 16, "max_len": 10}

@@ -1,4 +1,4 @@
-"""The page-weight budget of ``benchmarks/page_weights.py``, on made-up numbers and files.
+"""The page-weight budget of ``support/page_weights.py``, on made-up numbers and files.
 
 The measure of the built pages in Chromium is in ``test_browser_a11y.py``; these check that the
 budget and the sizes it adds up can fail, without a build or a browser.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from test_browser_a11y import page_weights
+from support import page_weights
 
 
 def test_the_budget_check_fails_a_heavy_page():

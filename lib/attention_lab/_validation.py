@@ -62,6 +62,22 @@ def check_real_above(value: float, name: str, lower: float) -> None:
         raise ValueError(f"{name} must be a finite real number > {lower}, got {value}")
 
 
+def check_cache_sizes(sizes: dict[str, int], dtype: torch.dtype) -> None:
+    """Require a cache's sizes (each a positive int, checked in order) and a floating dtype."""
+    for name, value in sizes.items():
+        check_int(value, name)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+
+
+def check_cache_room(held: int, new: int, max_len: int) -> None:
+    """Require room in a cache holding ``held`` of ``max_len`` positions for ``new`` more."""
+    if held + new > max_len:
+        raise ValueError(
+            f"the cache holds {held} of max_len={max_len} positions and cannot take {new} more"
+        )
+
+
 def check_token_ids(
     ids: torch.Tensor,
     name: str,

@@ -15,6 +15,8 @@ from torch.nn import functional as F
 
 from attention_lab._validation import (
     check_bool,
+    check_cache_room,
+    check_cache_sizes,
     check_int,
     check_probability,
     check_real_above,
@@ -800,15 +802,15 @@ class LatentCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> None:
-        for value, name in (
-            (batch_size, "batch_size"),
-            (kv_lora_rank, "kv_lora_rank"),
-            (rope_dim, "rope_dim"),
-            (max_len, "max_len"),
-        ):
-            check_int(value, name)
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        check_cache_sizes(
+            {
+                "batch_size": batch_size,
+                "kv_lora_rank": kv_lora_rank,
+                "rope_dim": rope_dim,
+                "max_len": max_len,
+            },
+            dtype,
+        )
         self.latents = torch.zeros(batch_size, max_len, kv_lora_rank, dtype=dtype, device=device)
         self.rope_keys = torch.zeros(batch_size, max_len, rope_dim, dtype=dtype, device=device)
         self._length = 0
@@ -848,12 +850,8 @@ class LatentCache:
                     f"{name} must have shape {list(expected)} and dtype {store.dtype}, got "
                     f"{list(tensor.shape)} and {tensor.dtype}"
                 )
+        check_cache_room(self._length, new_len, self.latents.shape[1])
         end = self._length + new_len
-        if end > self.latents.shape[1]:
-            raise ValueError(
-                f"the cache holds {self._length} of max_len={self.latents.shape[1]} positions "
-                f"and cannot take {new_len} more"
-            )
         self.latents[:, self._length : end] = latent
         self.rope_keys[:, self._length : end] = rope_key
         self._length = end

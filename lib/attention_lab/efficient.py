@@ -24,7 +24,12 @@ import torch
 from torch.utils import _pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from attention_lab._validation import check_int, check_sequence
+from attention_lab._validation import (
+    check_cache_room,
+    check_cache_sizes,
+    check_int,
+    check_sequence,
+)
 from attention_lab.attention import (
     MultiHeadAttention,
     check_attention_inputs,
@@ -184,15 +189,15 @@ class KVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str | None = None,
     ) -> None:
-        for value, name in (
-            (batch_size, "batch_size"),
-            (num_heads, "num_heads"),
-            (head_dim, "head_dim"),
-            (max_len, "max_len"),
-        ):
-            check_int(value, name)
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+        check_cache_sizes(
+            {
+                "batch_size": batch_size,
+                "num_heads": num_heads,
+                "head_dim": head_dim,
+                "max_len": max_len,
+            },
+            dtype,
+        )
         shape = (batch_size, num_heads, max_len, head_dim)
         self.keys = torch.zeros(shape, dtype=dtype, device=device)  # [B, H, max_len, Dh]
         self.values = torch.zeros(shape, dtype=dtype, device=device)  # [B, H, max_len, Dh]
@@ -252,11 +257,7 @@ class KVCache:
                 f"key and value must hold the same number of positions Tn, got {key.shape[2]} "
                 f"and {value.shape[2]}"
             )
-        if self._length + key.shape[2] > self.max_len:
-            raise ValueError(
-                f"the cache holds {self._length} of max_len={self.max_len} positions and cannot "
-                f"take {key.shape[2]} more"
-            )
+        check_cache_room(self._length, key.shape[2], self.max_len)
 
     def reset(self) -> None:
         """Forget every position held (the storage is kept and overwritten later)."""
