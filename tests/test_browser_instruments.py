@@ -26,9 +26,12 @@ from attention_lab.attention import scaled_dot_product_attention
 from support import page_weights
 from support.accessibility import blocking, run_axe
 from support.browser import (
+    CHOOSE_THEME,
     DESKTOP,
     NO_SIDEWAYS_SCROLL,
     PHONE,
+    ROOT,
+    THEMES,
     Tab,
     element_screenshot,
     fits_the_width,
@@ -111,18 +114,35 @@ SET_RANGE = """([selector, value]) => {
 
 
 class Instrument(Tab):
-    """A chapter's instrument in a local-only tab; records console errors, dialogs and requests."""
+    """A chapter's instrument in a local-only tab; records console errors, dialogs and requests.
+
+    With ``theme`` (light or dark), the page opens as after a reader's earlier choice of it."""
 
     def __init__(
-        self, browser, server: str, viewport=DESKTOP, path: str = PAGE, name: str = "scaling"
+        self,
+        browser,
+        server: str,
+        viewport=DESKTOP,
+        path: str = PAGE,
+        name: str = "scaling",
+        theme: str | None = None,
     ) -> None:
         super().__init__(browser, server, timeout=120_000, viewport=viewport)
-        self.name, self.path = name, path
+        self.name, self.path, self.theme = name, path, theme
+        if theme is not None:  # the reader's stored choice, before the page's first script
+            self.page.add_init_script(CHOOSE_THEME.format(theme))
         self.goto(path)
         self.page.wait_for_function(f"() => window.attentionInstruments?.{name}?.runs > 0")
 
     def state(self) -> dict:
-        reader = {"scaling": READ, "masks": READ_MASKS, "positional": READ_PE, "heads": READ_HEADS}
+        reader = {
+            "scaling": READ,
+            "masks": READ_MASKS,
+            "positional": READ_PE,
+            "heads": READ_HEADS,
+            "mask_composer": READ_COMPOSER,
+            "cache_memory": READ_CACHE,
+        }
         reader = reader[self.name]
         return self.page.evaluate(reader)
 
@@ -143,15 +163,18 @@ def assert_accessible(instrument: Instrument, axe) -> None:
 
 
 @contextlib.contextmanager
-def on_a_phone(browser, server, name: str):
-    """The instrument ``name`` in a 390 px tab, for the block to set up or measure; then checked:
-    no sideways scroll, the box within the width (screenshot), no error."""
-    phone = Instrument(browser, server, PHONE, path=INSTRUMENT_PAGES[name], name=name)
+def on_a_phone(browser, server, name: str, theme: str | None = None):
+    """The instrument ``name`` in a 390 px tab (in ``theme``, if given), for the block to set up
+    or measure; then checked: no sideways scroll, the box within the width (screenshot), no
+    error, no request leaving the machine."""
+    phone = Instrument(browser, server, PHONE, path=INSTRUMENT_PAGES[name], name=name, theme=theme)
     try:
         yield phone
         box = fits_the_width(phone.page, f"#instrument-{name}")
-        element_screenshot(box, f"instrument_{name}_390px")
+        themed = "" if theme is None else f"_{theme}"
+        element_screenshot(box, f"instrument_{name}{themed}_390px")
         assert not phone.errors, phone.errors
+        assert all(u.startswith((server, "data:", "blob:")) for u in phone.requests)
     finally:
         phone.close()
 
@@ -168,11 +191,13 @@ def assert_light_and_local(instrument: Instrument, browser, server, html_dir) ->
 
 def accessible_on_a_phone_and_light(instrument, browser, server, html_dir, axe, prepare=None):
     """Every instrument's page: accessible, a desktop screenshot, readable at 390 px (after
-    ``prepare(phone)``), no error, nothing fetched from outside, within the weight budget."""
+    ``prepare(phone)``), no error, nothing fetched from outside, within the weight budget. The
+    phone's tab opens in the instrument's theme."""
     assert_accessible(instrument, axe)
-    name = instrument.name
-    element_screenshot(instrument.page.locator(f"#instrument-{name}"), f"instrument_{name}")
-    with on_a_phone(browser, server, name) as phone:
+    name, theme = instrument.name, instrument.theme
+    themed = "" if theme is None else f"_{theme}_1280px"
+    element_screenshot(instrument.page.locator(f"#instrument-{name}"), f"instrument_{name}{themed}")
+    with on_a_phone(browser, server, name, theme) as phone:
         if prepare is not None:
             prepare(phone)
     assert_light_and_local(instrument, browser, server, html_dir)
@@ -717,6 +742,441 @@ def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, ser
     accessible_on_a_phone_and_light(heads_page, browser, server, html_dir, axe)
 
 
+# --- chapter 17: masks as functions, composed ---------------------------------------------------
+
+COMPOSER_PAGE = "notebooks_src/chapters/17_masks_as_functions.html"
+COMPOSER = "#instrument-mask_composer"
+SETTINGS = (
+    "seed",
+    "length",
+    "order",
+    "prefix",
+    "padding",
+    "pads",
+    "side",
+    "window",
+    "windowSize",
+    "documents",
+)
+READ_COMPOSER = """() => {
+  const s = window.attentionInstruments.mask_composer;
+  const box = document.querySelector('#instrument-mask_composer');
+  const tables = box.querySelectorAll('table');
+  return {seed: s.seed, length: s.length, order: s.order, prefix: s.prefix, padding: s.padding,
+    pads: s.pads, side: s.side, window: s.window, windowSize: s.windowSize,
+    documents: s.documents, documentIds: Array.from(s.documentIds),
+    documentLengths: s.documentLengths, runs: s.runs, query: Array.from(s.query),
+    keys: Array.from(s.keys), allowed: Array.from(s.allowed), weights: Array.from(s.weights),
+    parts: s.parts.map((p) => ({name: p.name, allowed: Array.from(p.allowed)})),
+    emptyRows: s.emptyRows, allowedCount: s.allowedCount,
+    lengthsText: document.querySelector('#instrument-mask_composer-lengths').value,
+    status: box.querySelector('.instrument-status').textContent,
+    maskCells: Array.from(tables[0].querySelectorAll('td'), (c) => c.textContent),
+    weightCells: Array.from(tables[1].querySelectorAll('td'), (c) => c.textContent),
+    maps: box.querySelectorAll('.instrument-parts canvas').length};
+}"""
+# compute() itself, on settings given by the test: parseLengths, then compute, for each.
+COMPUTE_COMPOSER = """(list) => list.map((settings) => {
+  const api = window.attentionInstruments.mask_composer;
+  const parsed = api.parseLengths(settings.lengths, settings.length);
+  const s = api.compute(Object.assign({}, settings, {documentIds: parsed.ids,
+    documentLengths: parsed.lengths}));
+  return Object.assign({}, settings, {documentIds: Array.from(s.documentIds),
+    documentLengths: s.documentLengths, query: Array.from(s.query), keys: Array.from(s.keys),
+    allowed: Array.from(s.allowed), weights: Array.from(s.weights), emptyRows: s.emptyRows,
+    allowedCount: s.allowedCount,
+    parts: s.parts.map((p) => ({name: p.name, allowed: Array.from(p.allowed)}))});
+})"""
+
+
+@pytest.fixture(scope="module")
+def composer_page(browser, server):
+    with Instrument(browser, server, path=COMPOSER_PAGE, name="mask_composer") as tab:
+        yield tab
+
+
+def document_ids(lengths: str, length: int) -> list[int]:
+    """The documents of T positions for typed lengths: cut at T, the rest one more document."""
+    ids: list[int] = []
+    for number, n in enumerate(int(x) for x in lengths.replace(",", " ").split()):
+        ids += [number] * n
+    ids = ids[:length]
+    return ids + [ids[-1] + 1 if ids else 0] * (length - len(ids))
+
+
+def library_parts(state: dict) -> dict[str, torch.Tensor]:
+    """attention_lab.masks' mask for each part the page chose, by its name, each [T, T]."""
+    from attention_lab.masks import (
+        causal_mask,
+        document_mask,
+        padding_mask,
+        prefix_lm_mask,
+        sliding_window_mask,
+    )
+
+    length = state["length"]
+    parts = {}
+    if state["order"] == "causal":
+        parts["causal"] = causal_mask(length)
+    elif state["order"] == "prefix":  # prefix-LM replaces causal
+        parts["prefix"] = prefix_lm_mask(length, state["prefix"])
+    if state["padding"]:
+        real = list(range(1, length - state["pads"] + 1))  # 0 is the padding id
+        pads = [0] * state["pads"]
+        ids = pads + real if state["side"] == "left" else real + pads
+        parts["padding"] = padding_mask(torch.tensor([ids]))[0, 0].expand(length, length)
+    if state["window"]:
+        parts["window"] = sliding_window_mask(length, state["windowSize"])
+    if state["documents"]:
+        parts["documents"] = document_mask(torch.tensor(state["documentIds"]))
+    return parts
+
+
+def check_composer(state: dict) -> np.ndarray:
+    """The page's draws, masks and weights against Mulberry32 and attention_lab; the weights."""
+    from attention_lab.masks import combine_masks
+
+    length = state["length"]
+    if state["documents"] and "lengths" in state:  # the typed lengths, read as Python reads them
+        assert state["documentIds"] == document_ids(state["lengths"], length)
+    rng = Mulberry32(state["seed"])
+    drawn = rng.normals(length * HEAD_DIM), rng.normals(length * HEAD_DIM)
+    np.testing.assert_allclose(state["query"], drawn[0], rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(state["keys"], drawn[1], rtol=1e-14, atol=1e-15)
+    # Each chosen mask is the library's, and the composed one is their combine_masks (AND).
+    parts = library_parts(state)
+    assert [p["name"] for p in state["parts"]] == list(parts)
+    for part in state["parts"]:
+        assert part["allowed"] == parts[part["name"]].flatten().int().tolist(), part["name"]
+    mask = combine_masks(*parts.values()) if parts else None  # [T, T]
+    allowed = torch.ones(length, length, dtype=torch.bool) if mask is None else mask
+    assert state["allowed"] == allowed.flatten().int().tolist()
+    assert state["allowedCount"] == int(allowed.sum())
+    assert state["emptyRows"] == (~allowed.any(dim=-1)).nonzero().flatten().tolist()
+    # One head's weights: scaled_dot_product_attention with that mask, in float64 and float32.
+    query = torch.tensor(state["query"], dtype=torch.float64).reshape(length, HEAD_DIM)
+    keys = torch.tensor(state["keys"], dtype=torch.float64).reshape(length, HEAD_DIM)
+    got = np.asarray(state["weights"], dtype=np.float64).reshape(length, length)
+    for dtype, u in ((torch.float64, U64), (torch.float32, U32)):
+        _, weights = scaled_dot_product_attention(
+            query.to(dtype), keys.to(dtype), keys.to(dtype), mask
+        )  # [Tq, Tk]
+        expected = weights.double().numpy()
+        tolerance = weight_bounds(expected, bound(query, keys, 2.0, u), u)
+        assert (np.abs(got - expected) <= tolerance).all(), (dtype, got - expected)
+    # Blocked weights and rows with no key are exactly 0, as the library makes them.
+    assert (got[~allowed.numpy()] == 0).all()
+    return got
+
+
+def test_composer_defaults_match_the_library_and_the_prose(composer_page):
+    state = composer_page.state()
+    settings = [state[k] for k in SETTINGS]
+    assert settings == [0, 9, "causal", 3, False, 2, "right", False, 3, True]
+    assert state["lengthsText"] == "3,2,4"
+    state["lengths"] = state["lengthsText"]
+    check_composer(state)
+    # The text description's claims: three causal triangles, 19 of the 81 pairs, no empty row.
+    assert state["documentIds"] == [0, 0, 0, 1, 1, 2, 2, 2, 2]
+    assert state["allowedCount"] == 19 and state["emptyRows"] == []
+    assert "causal AND documents: 19 of 81" in state["status"]
+    assert state["maps"] == 3  # causal, documents, and their AND
+    assert state["maskCells"][:3] == ["1", "blocked 0", "blocked 0"]
+    weights = np.asarray(state["weights"]).reshape(9, 9)
+    assert state["weightCells"] == [
+        ("" if a else "blocked ") + f"{w:.2f}"
+        for a, w in zip(state["allowed"], weights.flatten(), strict=True)
+    ]
+
+
+def test_composer_compute_over_many_settings(composer_page):
+    # compute() itself, on settings the controls may not reach in one step: every order with
+    # every extra mask, padding on both sides (left padding with causal empties rows), windows
+    # of 1 and of T, documents cut at T or leaving a last one, and several seeds.
+    cases = []
+    for seed, length in ((0, 9), (7, 5), (123, 12), (4294967295, 2)):
+        for order in ("causal", "prefix", "none"):
+            for padding, window, documents in (
+                (False, False, False),
+                (True, False, False),
+                (False, True, False),
+                (False, False, True),
+                (True, True, True),
+            ):
+                for side in ("left", "right") if padding else ("right",):
+                    cases.append(
+                        {
+                            "seed": seed,
+                            "length": length,
+                            "order": order,
+                            "prefix": min(3, length),
+                            "padding": padding,
+                            "pads": min(2, length),
+                            "side": side,
+                            "window": window,
+                            "windowSize": 1 if seed == 7 else min(3, length),
+                            "documents": documents,
+                            "lengths": "4 1" if seed == 7 else "3,2,4",
+                        }
+                    )
+    results = composer_page.page.evaluate(COMPUTE_COMPOSER, cases)
+    empty = 0
+    for state in results:
+        check_composer(state)
+        empty += bool(state["emptyRows"])
+    assert empty > 0  # some cases have queries with no key, whose rows are 0
+    # Typed lengths: cut at T, the rest one more document, mistakes refused.
+    parse = "([text, T]) => window.attentionInstruments.mask_composer.parseLengths(text, T)"
+    assert composer_page.page.evaluate(parse, ["3,2,4", 6])["lengths"] == [3, 2, 1]
+    assert composer_page.page.evaluate(parse, ["2 2", 6])["lengths"] == [2, 2, 2]
+    for wrong in ("", "3,x", "0,2", "2.5"):
+        assert "error" in composer_page.page.evaluate(parse, [wrong, 6]), wrong
+
+
+def test_composer_from_the_keyboard_with_other_settings(composer_page):
+    tab = composer_page.page
+    # Prefix-LM with P = 4 and a window of 2: the window, causal itself, takes the look-ahead back.
+    tab.focus(f"{COMPOSER}-order")
+    tab.select_option(f"{COMPOSER}-order", "prefix")
+    tab.focus(f"{COMPOSER}-prefix")
+    tab.keyboard.press("ArrowRight")  # P = 3 -> 4
+    tab.focus(f"{COMPOSER}-documents")
+    tab.keyboard.press("Space")  # documents off
+    tab.focus(f"{COMPOSER}-window")
+    tab.keyboard.press("Space")  # window on
+    tab.focus(f"{COMPOSER}-window-size")
+    tab.keyboard.press("ArrowLeft")  # W = 3 -> 2
+    state = composer_page.state()
+    assert (state["order"], state["prefix"], state["window"], state["windowSize"]) == (
+        "prefix",
+        4,
+        True,
+        2,
+    )
+    assert not state["documents"]
+    weights = check_composer(state)
+    assert np.triu(weights, 1).max() == 0  # no query sees a later key
+    assert "takes back the prefix's look-ahead" in state["status"]
+    # Without the window the prefix sees itself whole.
+    tab.focus(f"{COMPOSER}-window")
+    tab.keyboard.press("Space")
+    state = composer_page.state()
+    allowed = np.asarray(check_composer(state)) > 0
+    assert allowed[:4, :4].all() and not allowed[:4, 4:].any()
+    # Left padding with causal: the pads see no key; their rows are 0.
+    tab.select_option(f"{COMPOSER}-order", "causal")
+    tab.focus(f"{COMPOSER}-padding")
+    tab.keyboard.press("Space")
+    tab.select_option(f"{COMPOSER}-side", "left")
+    composer_page.set_range("pads", 3)
+    state = composer_page.state()
+    assert (state["padding"], state["pads"], state["side"]) == (True, 3, "left")
+    weights = check_composer(state)
+    assert state["emptyRows"] == [0, 1, 2] and (weights[:3] == 0).all()
+    assert "Queries 0, 1, 2 have no key" in state["status"]
+    # Documents typed from the keyboard, a longer sequence, another seed.
+    tab.focus(f"{COMPOSER}-documents")
+    tab.keyboard.press("Space")
+    tab.fill(f"{COMPOSER}-lengths", "5, 4")
+    composer_page.set_range("length", 12)
+    tab.fill(f"{COMPOSER}-seed", "41")
+    tab.click(f"{COMPOSER} .instrument-button")  # resample: seed 42
+    state = composer_page.state()
+    assert (state["seed"], state["length"], state["documentLengths"]) == (42, 12, [5, 4, 3])
+    state["lengths"] = state["lengthsText"]
+    check_composer(state)
+    # A mistake in the lengths is said, and nothing is recomputed until it is mended.
+    runs = state["runs"]
+    tab.fill(f"{COMPOSER}-lengths", "5,-1")
+    state = composer_page.state()
+    assert "whole number" in state["status"] and state["runs"] == runs
+    assert tab.get_attribute(f"{COMPOSER}-lengths", "aria-invalid") == "true"
+    tab.fill(f"{COMPOSER}-lengths", "3,2,4")
+    tab.select_option(f"{COMPOSER}-side", "right")
+    tab.uncheck(f"{COMPOSER}-padding")
+    tab.select_option(f"{COMPOSER}-order", "none")
+    state = composer_page.state()
+    state["lengths"] = state["lengthsText"]
+    check_composer(state)  # documents alone: still causal inside each document
+    # Back to the opening settings.
+    tab.select_option(f"{COMPOSER}-order", "causal")
+    composer_page.set_range("length", 9)
+    composer_page.set_range("pads", 2)
+    composer_page.set_range("prefix", 3)
+    composer_page.set_range("window-size", 3)
+    tab.fill(f"{COMPOSER}-seed", "0")
+    assert [composer_page.state()[k] for k in SETTINGS] == [
+        0,
+        9,
+        "causal",
+        3,
+        False,
+        2,
+        "right",
+        False,
+        3,
+        True,
+    ]
+
+
+# --- chapter 16: the cache of published models ---------------------------------------------------
+
+CACHE_PAGE = "notebooks_src/chapters/16_sharing_keys_and_values.html"
+CACHE = "#instrument-cache_memory"
+READ_CACHE = """() => {
+  const s = window.attentionInstruments.cache_memory;
+  const box = document.querySelector('#instrument-cache_memory');
+  return {context: s.context, batchSize: s.batchSize, bytesPerNumber: s.bytesPerNumber,
+    runs: s.runs, largest: s.largest, smallest: s.smallest,
+    rows: s.rows.map((r) => ({name: r.name, kind: r.kind, numbersPerToken: r.numbersPerToken,
+      kept: r.kept, bytes: r.bytes, readable: r.readable})),
+    config: JSON.parse(box.querySelector('.instrument-body').dataset.config),
+    sizes: Array.from(box.querySelectorAll('.instrument-model-size'), (p) => p.textContent),
+    names: Array.from(box.querySelectorAll('.instrument-model-name'), (p) => p.textContent),
+    bars: Array.from(box.querySelectorAll('.instrument-bar span'),
+                     (b) => b.getBoundingClientRect().width),
+    status: box.querySelector('.instrument-status').textContent};
+}"""
+
+
+@pytest.fixture(scope="module")
+def cache_page(browser, server):
+    with Instrument(browser, server, path=CACHE_PAGE, name="cache_memory") as tab:
+        yield tab
+
+
+def check_cache(state: dict) -> None:
+    """Every model's numbers against CacheShape.cache_bytes, exactly (whole numbers < 2**53)."""
+    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES
+
+    assert [r["name"] for r in state["rows"]] == list(PUBLISHED_CACHE_SHAPES)
+    for row in state["rows"]:
+        shape = PUBLISHED_CACHE_SHAPES[row["name"]]
+        expected = shape.cache_bytes(
+            state["context"],
+            batch_size=state["batchSize"],
+            bytes_per_number=state["bytesPerNumber"],
+        )
+        assert expected < 2**53
+        assert row["bytes"] == expected, row
+        assert row["numbersPerToken"] == shape.numbers_per_token and row["kind"] == shape.kind
+        assert row["kept"] == min(state["context"], shape.window or state["context"])
+    largest = max(state["rows"], key=lambda r: r["bytes"])
+    assert state["largest"] == largest["name"]
+    if "bars" in state:  # the longest bar is the largest cache, the others in proportion
+        top = max(state["bars"])
+        for row, width in zip(state["rows"], state["bars"], strict=True):
+            assert width == pytest.approx(top * row["bytes"] / largest["bytes"], abs=1.0)
+        assert state["sizes"] == [f"{r['readable']} ({r['bytes']:,} bytes)" for r in state["rows"]]
+
+
+def test_cache_shapes_come_from_the_library(cache_page):
+    # One source: the page's data-config holds the library's shapes, field for field.
+    import dataclasses
+
+    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES
+
+    models = cache_page.state()["config"]["models"]
+    assert models == [
+        {"name": name, "kind": shape.kind, **dataclasses.asdict(shape)}
+        for name, shape in PUBLISHED_CACHE_SHAPES.items()
+    ]
+    assert {m["kind"] for m in models} >= {"multi-head", "multi-query", "grouped-query", "latent"}
+    assert any(m["window"] for m in models)
+    script = (ROOT / "book" / "_static" / "instruments" / "cache_memory.js").read_text()
+    assert not [name for name in PUBLISHED_CACHE_SHAPES if name in script]  # no copy in JS
+
+
+def test_cache_defaults_match_the_library_and_the_prose(cache_page):
+    state = cache_page.state()
+    assert (state["context"], state["batchSize"], state["bytesPerNumber"]) == (8192, 1, 2)
+    check_cache(state)
+    # The text description's claims at these settings.
+    shown = dict(zip([r["name"] for r in state["rows"]], state["sizes"], strict=True))
+    assert shown["Llama 2 7B"].startswith("4.00 GiB") and shown["Llama 3 8B"].startswith("1.00 GiB")
+    assert shown["Mistral 7B v0.1"].startswith("512 MiB")
+    assert shown["DeepSeek-V3"].startswith("549 MiB") and shown["Falcon 7B"].startswith("64.0 MiB")
+    assert "keeps the last 4,096 of 8,192" in cache_page.page.text_content(CACHE)
+    assert "Falcon 7B's, 64.0 MiB, 64 times smaller" in state["status"]
+
+
+def test_cache_from_the_keyboard_and_over_many_settings(cache_page):
+    tab = cache_page.page
+    tab.focus(f"{CACHE}-context")
+    tab.keyboard.press("End")  # 2**17 positions
+    tab.focus(f"{CACHE}-batch")
+    for _ in range(3):  # 8 sequences
+        tab.keyboard.press("ArrowRight")
+    tab.focus(f"{CACHE}-precision")
+    tab.select_option(f"{CACHE}-precision", "4")
+    state = cache_page.state()
+    assert (state["context"], state["batchSize"], state["bytesPerNumber"]) == (131072, 8, 4)
+    assert tab.get_attribute(f"{CACHE}-context", "aria-valuetext") == "131,072 positions"
+    check_cache(state)
+    tab.focus(f"{CACHE}-context")
+    tab.keyboard.press("Home")  # 256 positions: shorter than Mistral's window
+    tab.select_option(f"{CACHE}-precision", "1")
+    state = cache_page.state()
+    assert (state["context"], state["bytesPerNumber"]) == (256, 1)
+    check_cache(state)
+    # compute() itself over the sliders' whole grid.
+    models = state["config"]["models"]
+    compute = (
+        "([settings, models]) => settings.map((s) => "
+        "window.attentionInstruments.cache_memory.compute(s, models))"
+    )
+    grid = [
+        {"context": 2**c, "batchSize": 2**b, "bytesPerNumber": n}
+        for c in range(8, 18)
+        for b in range(9)
+        for n in (1, 2, 4)
+    ]
+    for settings, result in zip(grid, tab.evaluate(compute, [grid, models]), strict=True):
+        check_cache({**settings, **result})
+    # Readable units: binary, three significant digits.
+    readable = "(b) => window.attentionInstruments.cache_memory.readable(b)"
+    for number, text in (
+        (1, "1 byte"),
+        (1023, "1,023 bytes"),
+        (1024, "1.00 KiB"),
+        (1536 * 1024, "1.50 MiB"),
+        (575_668_224, "549 MiB"),
+        (2**30 * 9 // 8, "1.13 GiB"),
+        (2**40 * 3, "3.00 TiB"),
+        (2**50, "1024 TiB"),
+    ):
+        assert tab.evaluate(readable, number) == text, number
+    tab.focus(f"{CACHE}-context")
+    cache_page.set_range("context", 13)
+    cache_page.set_range("batch", 0)
+    tab.select_option(f"{CACHE}-precision", "2")
+
+
+# --- both new instruments: accessible in both themes, readable on a phone, screenshots ------------
+
+
+THEME_SHOWN = "() => document.documentElement.dataset.theme"
+UNLABELLED = """(name) => Array.from(document.querySelectorAll(
+  `#instrument-${name} input, #instrument-${name} select`))
+  .filter((i) => !i.labels || !i.labels.length).map((i) => i.id)"""
+
+
+@pytest.mark.parametrize("name", ["mask_composer", "cache_memory"])
+@pytest.mark.parametrize("theme", THEMES)
+def test_part_six_instruments_accessible_and_readable(browser, server, html_dir, axe, name, theme):
+    def prepare(phone: Instrument) -> None:
+        assert phone.page.evaluate(THEME_SHOWN) == theme
+        if name == "mask_composer":  # the widest table the sliders allow
+            phone.set_range("length", 12)
+
+    path = INSTRUMENT_PAGES[name]
+    with Instrument(browser, server, path=path, name=name, theme=theme) as instrument:
+        assert instrument.page.evaluate(THEME_SHOWN) == theme
+        unnamed = instrument.page.evaluate(UNLABELLED, name)  # every control has a label
+        assert not unnamed, unnamed
+        accessible_on_a_phone_and_light(instrument, browser, server, html_dir, axe, prepare=prepare)
+
+
 # --- both themes ---------------------------------------------------------------------------------
 
 # The WCAG 2 contrast of every piece of text the instruments draw against what is behind it: a
@@ -752,6 +1212,8 @@ INSTRUMENT_PAGES = {
     "heads": HEADS_PAGE,
     "positional": PE_PAGE,
     "masks": MASKS_PAGE,
+    "mask_composer": COMPOSER_PAGE,
+    "cache_memory": CACHE_PAGE,
 }
 
 
