@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_lab.language_model import (
+    POSITIONS,
     BracketLanguage,
     DecoderConfig,
     DecoderLM,
@@ -295,6 +296,90 @@ def test_grouped_caches_hold_num_kv_heads_and_decode_the_full_logits(num_kv_head
         )
 
 
+# --- Position signals and stabilisers ---------------------------------------------------------
+
+POSITION_CONFIGS = [{"positions": kind} for kind in POSITIONS if kind != "sinusoidal"] + [
+    {"positions": "rope", "rope_base": 500000.0, "num_kv_heads": 2},
+    {"positions": "rope", "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
+    {"positions": "alibi", "qk_norm": True, "sinks": True, "softcap": 3.0},
+    {"positions": "none", "sinks": True},
+]
+
+
+@pytest.mark.parametrize("changes", POSITION_CONFIGS, ids=repr)
+def test_every_position_signal_decodes_in_pieces_to_the_full_logits(changes):
+    model = make_model(dataclass_replace(CONFIG, **changes), seed=9)
+    token_ids = random_ids(2, CONFIG.max_len, seed=10)
+    caches = model.new_caches(2)
+    with torch.no_grad():
+        full, _ = model(token_ids)
+        pieces = [model.decode(token_ids[:, :5], caches)[0]]
+        pieces += [model.decode(token_ids[:, t : t + 1], caches)[0] for t in range(5, 12)]
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full)
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({}, {}),
+        ({"positions": "learned"}, {}),
+        ({"positions": "none"}, {}),
+        ({"positions": "alibi"}, {"alibi": True}),
+        ({"positions": "rope", "rope_base": 5e5}, {"rope": "half", "rope_base": 5e5}),
+        ({"qk_norm": True, "sinks": True, "softcap": 30.0}, {"softcap": 30.0}),
+    ],
+    ids=repr,
+)
+def test_the_config_reaches_every_attention_layer(changes, expected):
+    model = make_model(dataclass_replace(CONFIG, **changes))
+    for layer in model.layers:
+        attention = layer.self_attn
+        assert attention.alibi is expected.get("alibi", False)
+        assert attention.rope == expected.get("rope")
+        assert attention.rope_base == expected.get("rope_base", 1e4)
+        assert attention.softcap == expected.get("softcap")
+        assert (attention.q_norm is not None) is changes.get("qk_norm", False)
+        assert (attention.sink_logits is not None) is changes.get("sinks", False)
+    position_tensors = {
+        name for name, _ in model.named_parameters() if name.startswith("position")
+    } | {name for name, _ in model.named_buffers() if name.startswith("position")}
+    kind = changes.get("positions", "sinusoidal")
+    assert position_tensors == {
+        "sinusoidal": {"position_encoding"},
+        "learned": {"position_embedding.weight"},
+    }.get(kind, set())
+
+
+def test_a_learned_table_adds_its_rows_to_the_token_embeddings():
+    model = make_model(dataclass_replace(CONFIG, positions="learned"), seed=11)
+    reference = torch_twin(model)
+    token_ids = random_ids(2, 9, seed=12)
+    x = model.embedding(token_ids) * math.sqrt(CONFIG.d_model)  # [B, T, D]
+    x = x + model.position_embedding.weight[:9]
+    for layer in reference:
+        x = layer(x, src_mask=~causal_mask(9))
+    with torch.no_grad():
+        logits, _ = model(token_ids)
+        torch.testing.assert_close(logits, model.head(model.final_norm(x)))
+
+
+@pytest.mark.parametrize("kind", POSITIONS)
+def test_a_longer_model_takes_the_trained_weights_unless_positions_are_a_table(kind):
+    short = make_model(dataclass_replace(CONFIG, positions=kind, max_len=6), seed=13)
+    longer = make_model(dataclass_replace(CONFIG, positions=kind, max_len=24), seed=14)
+    if kind == "learned":
+        with pytest.raises(RuntimeError, match="position_embedding.weight"):
+            longer.load_state_dict(short.state_dict())
+        with pytest.raises(ValueError, match="max_len=6"):
+            short(random_ids(1, 7))
+        return
+    longer.load_state_dict(short.state_dict())
+    token_ids = random_ids(2, 20, seed=15)
+    with torch.no_grad():
+        torch.testing.assert_close(longer(token_ids[:, :6])[0], short(token_ids[:, :6])[0])
+        assert torch.isfinite(longer(token_ids)[0]).all()
+
+
 # --- Training with the library's loop -------------------------------------------------------
 
 
@@ -416,6 +501,14 @@ def test_next_token_data_shifts_by_one():
         ({"num_kv_heads": 3}, ValueError, "num_kv_heads=3"),
         ({"num_kv_heads": 0}, ValueError, "num_kv_heads"),
         ({"num_kv_heads": 2.0}, TypeError, "num_kv_heads"),
+        ({"positions": "absolute"}, ValueError, "positions must be one of"),
+        ({"positions": "alibi", "rope_base": 5e5}, ValueError, "need positions='rope'"),
+        ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, ValueError, "rope_scaling"),
+        ({"positions": "rope", "rope_base": 1.0}, ValueError, "rope_base"),
+        ({"positions": "rope", "rope_scaling": {"rope_type": "cubic"}}, ValueError, "cubic"),
+        ({"qk_norm": 1}, TypeError, "qk_norm"),
+        ({"sinks": "yes"}, TypeError, "sinks"),
+        ({"softcap": 0.0}, ValueError, "softcap"),
     ],
 )
 def test_config_errors(changes, error, message):

@@ -2,13 +2,13 @@
 train it on.
 
 - :class:`DecoderConfig`: the frozen settings of a model.
-- :class:`DecoderLM`: token embedding plus the sinusoidal positional encoding, a stack of the
-  library's pre-norm :class:`~attention_lab.layers.EncoderLayer` run with a causal mask (the
-  block of GPT-2), a final LayerNorm and a linear head that gives logits over the vocabulary at
-  every position. Called as ``model(token_ids, mask)``, so
-  :func:`attention_lab.training.train` trains it to predict each next token unchanged.
-  :meth:`DecoderLM.decode` runs new positions only, through one
-  :class:`~attention_lab.efficient.KVCache` per layer.
+- :class:`DecoderLM`: token embedding plus a position signal (sinusoidal by default; learned,
+  rotary, ALiBi or none by choice), a stack of the library's pre-norm
+  :class:`~attention_lab.layers.EncoderLayer` run with a causal mask (the block of GPT-2), a
+  final LayerNorm and a linear head that gives logits over the vocabulary at every position.
+  Called as ``model(token_ids, mask)``, so :func:`attention_lab.training.train` trains it to
+  predict each next token unchanged. :meth:`DecoderLM.decode` runs new positions only,
+  through one :class:`~attention_lab.efficient.KVCache` per layer.
 - :func:`generate`: greedy or temperature sampling, one token per step, with or without the
   key/value cache (the same tokens either way).
 - :class:`BracketLanguage`: a synthetic language whose rules are known (balanced brackets of
@@ -40,7 +40,11 @@ from attention_lab.layers import EncoderLayer, embed_tokens, token_embedding
 from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
 
+# The position signals a DecoderLM can use (DecoderConfig.positions).
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
+
 __all__ = [
+    "POSITIONS",
     "BracketLanguage",
     "DecoderConfig",
     "DecoderLM",
@@ -70,6 +74,18 @@ class DecoderConfig(ModelConfig):
             ``num_heads``: each is shared by ``num_heads // num_kv_heads`` query heads
             (grouped-query attention; 1 is multi-query attention), and the key/value caches
             hold ``Hkv`` heads. ``None`` means ``num_heads`` (multi-head attention).
+        positions: How the model knows where a token is. ``"sinusoidal"`` (the default) or
+            ``"learned"`` (a table of ``max_len`` trained rows, GPT-2's) add a vector to
+            each token's embedding; ``"rope"`` rotates every head's queries and keys (Llama's
+            ``"half"`` layout); ``"alibi"`` adds ALiBi's distance penalty to the scores
+            (BLOOM); ``"none"`` adds nothing, so only the causal mask tells positions apart
+            (NoPE).
+        rope_base: The rotary embedding's ``base``, a real number above 1 (``"rope"`` only).
+        rope_scaling: ``None``, or a RoPE scaling dictionary in ``transformers``' form
+            (:func:`~attention_lab.positional.rope_frequencies`; ``"rope"`` only).
+        qk_norm: Whether every head's queries and keys are RMS-normalised (Qwen3, OLMo 2).
+        sinks: Whether every head has a learned sink logit (GPT-OSS).
+        softcap: ``None``, or the cap of the scaled attention scores (Gemma 2), above 0.
 
     Raises:
         TypeError: If a field has the wrong type.
@@ -91,6 +107,12 @@ class DecoderConfig(ModelConfig):
     activation: str = "gelu"
     causal: bool = True
     num_kv_heads: int | None = None
+    positions: str = "sinusoidal"
+    rope_base: float = 10000.0
+    rope_scaling: dict | None = None
+    qk_norm: bool = False
+    sinks: bool = False
+    softcap: float | None = None
 
     def __post_init__(self) -> None:
         if self.d_ff is None:
@@ -105,6 +127,32 @@ class DecoderConfig(ModelConfig):
                     f"num_heads={self.num_heads} is not divisible by "
                     f"num_kv_heads={self.num_kv_heads}"
                 )
+        if self.positions not in POSITIONS:
+            raise ValueError(
+                f"positions must be one of {', '.join(map(repr, POSITIONS))}, "
+                f"got {self.positions!r}"
+            )
+        if self.positions != "rope" and (self.rope_scaling is not None or self.rope_base != 1e4):
+            raise ValueError(
+                f"rope_base and rope_scaling need positions='rope', got {self.positions!r}"
+            )
+        for name in ("qk_norm", "sinks"):
+            check_bool(getattr(self, name), name)
+        # MultiHeadAttention checks the rest (base, scaling, cap) when the model is built.
+
+    def attention_options(self) -> dict[str, Any]:
+        """The keyword arguments of every layer's
+        :class:`~attention_lab.attention.MultiHeadAttention` that these settings give."""
+        options: dict[str, Any] = {
+            "qk_norm": self.qk_norm,
+            "sinks": self.sinks,
+            "softcap": self.softcap,
+        }
+        if self.positions == "rope":
+            options.update(rope="half", rope_base=self.rope_base, rope_scaling=self.rope_scaling)
+        elif self.positions == "alibi":
+            options["alibi"] = True
+        return options
 
 
 def _run_layer_cached(
@@ -123,12 +171,13 @@ class DecoderLM(nn.Module):
     """A decoder-only Transformer language model: logits for the next token at every position.
 
     ``token_ids`` are embedded (× √D, from an embedding initialised at ``N(0, 1/D)`` as in
-    :class:`~attention_lab.layers.TransformerEncoder`), the sinusoidal positional encoding is
-    added, then ``num_layers`` pre-norm :class:`~attention_lab.layers.EncoderLayer` blocks run
-    with the causal mask, a final LayerNorm normalises the last residual, and a linear head
-    turns every position's vector into ``V`` logits. A decoder-only model has no encoder to
-    attend to, so its block is an encoder layer whose self-attention is masked: the block of
-    GPT-2.
+    :class:`~attention_lab.layers.TransformerEncoder`), the position signal of
+    ``config.positions`` is added (the sinusoidal encoding by default; rotary embeddings and
+    ALiBi act in each attention layer instead), then ``num_layers`` pre-norm
+    :class:`~attention_lab.layers.EncoderLayer` blocks run with the causal mask, a final
+    LayerNorm normalises the last residual, and a linear head turns every position's vector
+    into ``V`` logits. A decoder-only model has no encoder to attend to, so its block is an
+    encoder layer whose self-attention is masked: the block of GPT-2.
 
     Args:
         config: A :class:`DecoderConfig`; or the vocabulary size, with the other fields of
@@ -152,11 +201,15 @@ class DecoderLM(nn.Module):
         super().__init__()
         self.config = config = DecoderConfig.from_arguments(config, options)
         self.embedding = token_embedding(config.vocab_size, config.d_model)
-        self.register_buffer(
-            "position_encoding",
-            sinusoidal_encoding(config.max_len, config.d_model),  # [max_len, D]
-            persistent=False,
-        )
+        if config.positions == "sinusoidal":
+            self.register_buffer(
+                "position_encoding",
+                sinusoidal_encoding(config.max_len, config.d_model),  # [max_len, D]
+                persistent=False,
+            )
+        elif config.positions == "learned":
+            # One trained row per position, initialised at N(0, 1) like nn.Embedding's.
+            self.position_embedding = nn.Embedding(config.max_len, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
         self.layers = nn.ModuleList(
             EncoderLayer(
@@ -167,6 +220,7 @@ class DecoderLM(nn.Module):
                 activation=config.activation,
                 norm_first=True,
                 num_kv_heads=config.num_kv_heads,
+                attention_options=config.attention_options(),
             )
             for _ in range(config.num_layers)
         )
@@ -183,7 +237,12 @@ class DecoderLM(nn.Module):
                 f"the model reads at most max_len={self.config.max_len} positions, got {end}"
             )
         tokens = embed_tokens(self.embedding, token_ids)  # [B, T, D], embeddings × sqrt(D)
-        return self.dropout(tokens + self.position_encoding[start:end])  # [B, T, D]
+        if self.config.positions == "sinusoidal":
+            tokens = tokens + self.position_encoding[start:end]  # [B, T, D]
+        elif self.config.positions == "learned":
+            tokens = tokens + self.position_embedding.weight[start:end]  # [B, T, D]
+        # "rope" and "alibi" act inside attention; "none" leaves positions to the causal mask.
+        return self.dropout(tokens)  # [B, T, D]
 
     def forward(
         self, token_ids: torch.Tensor, mask: torch.Tensor | None = None

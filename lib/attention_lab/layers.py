@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -257,6 +258,9 @@ class EncoderLayer(nn.Module):
         num_kv_heads: Key/value heads ``Hkv`` of the self-attention, a positive int dividing
             ``num_heads`` (grouped-query attention; 1 is multi-query); ``None`` means
             ``num_heads``.
+        attention_options: Further keyword arguments of the self-attention's
+            :class:`~attention_lab.attention.MultiHeadAttention`, e.g. ``{"rope": "half"}``,
+            ``{"alibi": True}``, ``{"qk_norm": True}`` or ``{"sinks": True}``; ``None`` for none.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -280,12 +284,22 @@ class EncoderLayer(nn.Module):
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
         num_kv_heads: int | None = None,
+        attention_options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__()
         check_bool(norm_first, "norm_first")
         check_real_above(layer_norm_eps, "layer_norm_eps", 0.0)
+        if attention_options is not None and not isinstance(attention_options, Mapping):
+            raise TypeError(
+                "attention_options must be a dict of MultiHeadAttention's keyword arguments, "
+                f"got {type(attention_options).__name__}"
+            )
         self.self_attn = MultiHeadAttention(
-            d_model, num_heads, num_kv_heads=num_kv_heads, dropout=dropout
+            d_model,
+            num_heads,
+            num_kv_heads=num_kv_heads,
+            dropout=dropout,
+            **(attention_options or {}),
         )
         self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
