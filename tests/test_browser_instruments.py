@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from attention_lab.attention import scaled_dot_product_attention
 from support import page_weights
@@ -1156,6 +1157,8 @@ def test_cache_from_the_keyboard_and_over_many_settings(cache_page):
 # --- chapter 18: positions past the training length -------------------------------------------
 
 EXTRAPOLATION_PAGE = "notebooks_src/chapters/18_positions_past_training_length.html"
+# The instrument's caption and text description, whose claims the tests check in the page.
+EXPLORER_TEXTS = yaml.safe_load((ROOT / "book" / "explorers.yml").read_text(encoding="utf-8"))
 EXTRAPOLATION = "#instrument-extrapolation"
 READ_EXTRAPOLATION = """() => {
   const s = window.attentionInstruments.extrapolation;
@@ -1294,13 +1297,18 @@ def test_extrapolation_defaults_match_the_library_and_the_caption(extrapolation_
     assert settings == ["rope", "none", 64, 1e4, 256, 512]
     print(check_extrapolation(state))
     # The text description's claims (book/explorers.yml) at the opening settings.
+    shows = " ".join(EXPLORER_TEXTS["instrument-extrapolation"]["shows"].split())
+    assert "16 of the 32 pairs are outside" in shows and "the score is 11.864, against 64" in shows
     assert len(state["outside"]) == 16 and len(state["angle"]) == 32
     assert "16 of 32 pairs have turned further" in state["status"]
-    assert f"{state['scores'][512]:.3f}" == "11.864" and "11.864 of 64.000" in state["status"]
+    assert f"{state['scores'][512]:.3f}" == "11.864" and "11.864, against 64.000" in state["status"]
 
 
 def test_extrapolation_the_caption_claims_from_the_keyboard(extrapolation_page):
     tab, page = extrapolation_page.page, extrapolation_page
+    shows = " ".join(EXPLORER_TEXTS["instrument-extrapolation"]["shows"].split())
+    assert "at Δ = 255 no pair is outside, and at Δ = 256, one past training, 19 are" in shows
+    assert "with linear scaling by s = 4 none is outside at Δ = 512" in shows
     tab.focus(f"{EXTRAPOLATION}-scaling")
     tab.select_option(f"{EXTRAPOLATION}-scaling", "linear")
     state = page.state()
@@ -1352,6 +1360,8 @@ def test_extrapolation_scalings_and_encodings_from_the_keyboard(extrapolation_pa
         page.set_range("at", 512)
     # The longest row the sliders allow, dynamic NTK: 8 * 4096 distances.
     tab.select_option(f"{EXTRAPOLATION}-scaling", "dynamic")
+    caption = tab.text_content(f"{EXTRAPOLATION} .instrument-caption")
+    assert "each with the frequencies of a sequence Δ + 1 long" in caption, caption
     page.set_range("width", 4)
     page.set_range("trained", 12)
     page.set_range("at", 20000)

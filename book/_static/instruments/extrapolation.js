@@ -366,8 +366,9 @@
       if (rope) {
         var a2 = result.attentionFactor * result.attentionFactor;
         rowCaption.textContent = "The score of q = k = (1, \u2026, 1) rotated \u0394 apart, q\u00b7R(\u0394)k, " +
-          "for every distance 0 to " + grouped(span) + " (8 L); " + trainedText + ", the dashed " +
-          "line marks \u0394 = " + grouped(x) + ". At \u0394 = 0 it is " + core.format(result.scores[0]) +
+          "for every distance 0 to " + grouped(span) + " (8 L)" + (scaling.input.value ===
+          "dynamic" ? ", each with the frequencies of a sequence \u0394 + 1 long" : "") + "; " +
+          trainedText + ", the dashed line marks \u0394 = " + grouped(x) + ". At \u0394 = 0 it is " + core.format(result.scores[0]) +
           (a2 !== 1 ? " = " + d + " \u00d7 " + core.format(a2) + ", YaRN's attention factor " +
             core.format(result.attentionFactor) + " squared" : " = the head width") + ".";
         rowChart(rowPlot, [[result.scores, BLUE]], Math.min(0, Math.min.apply(null,
@@ -383,7 +384,7 @@
       }
       rowLegend.hidden = true;
       pairCaption.textContent = "Each of the " + pairs + " pairs of features, fastest first: " +
-        "shaded, the angles " + (kind === "sinusoidal" ? "positions" : "distances") + " 0 to " +
+        "shaded, the angles that " + (kind === "sinusoidal" ? "positions" : "distances") + " 0 to " +
         grouped(L - 1) + " turned it to (the whole circle for the fast ones); marked, its angle " +
         where + ", modulo 2\u03c0" + (rope && scaling.input.value !== "none" ? ", with " +
         SCALINGS.filter(function (o) { return o[0] === scaling.input.value; })[0][1] +
@@ -400,7 +401,7 @@
           " turned further than any " + unit + " in training (0 to " + grouped(L - 1) +
           ") turned " + (outside === 1 ? "it" : "them") + ".");
       if (rope) {
-        sentence += " The score there is " + core.format(result.scores[x]) + " of " +
+        sentence += " The score there is " + core.format(result.scores[x]) + ", against " +
           core.format(result.scores[0]) + " at \u0394 = 0.";
         if (scaling.input.value === "yarn") {
           sentence += " YaRN multiplies cosines and sines by its attention factor 0.1 ln s + 1 = " +
