@@ -268,6 +268,12 @@
     });
   }
 
+  function least(values) {
+    var m = Infinity;
+    for (var i = 0; i < values.length; i++) m = Math.min(m, values[i]);
+    return m;
+  }
+
   function grouped(n) {
     return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
   }
@@ -365,30 +371,30 @@
         grouped(x);
       if (rope) {
         var a2 = result.attentionFactor * result.attentionFactor;
-        rowCaption.textContent = "The score of q = k = (1, \u2026, 1) rotated \u0394 apart, q\u00b7R(\u0394)k, " +
-          "for every distance 0 to " + grouped(span) + " (8 L)" + (scaling.input.value ===
-          "dynamic" ? ", each with the frequencies of a sequence \u0394 + 1 long" : "") + "; " +
-          trainedText + ", the dashed line marks \u0394 = " + grouped(x) + ". At \u0394 = 0 it is " + core.format(result.scores[0]) +
-          (a2 !== 1 ? " = " + d + " \u00d7 " + core.format(a2) + ", YaRN's attention factor " +
-            core.format(result.attentionFactor) + " squared" : " = the head width") + ".";
-        rowChart(rowPlot, [[result.scores, BLUE]], Math.min(0, Math.min.apply(null,
-          Array.from(result.scores))), result.scores[0], L, x,
-        "Score against the distance, up to 8 L", "distance \u0394");
+        var dynamic = scaling.input.value === "dynamic";
+        rowCaption.textContent = "The score of q = k = (1, \u2026, 1) rotated \u0394 apart, " +
+          "q\u00b7R(\u0394)k, for every distance 0 to " + grouped(span) + " (8 L)" +
+          (dynamic ? ", each with the frequencies of a sequence \u0394 + 1 long" : "") + "; " +
+          trainedText + ", the dashed line marks \u0394 = " + grouped(x) + ". At \u0394 = 0 it " +
+          "is " + core.format(result.scores[0]) + (a2 !== 1 ? " = " + d + " \u00d7 " +
+          core.format(a2) + ", YaRN's attention factor " + core.format(result.attentionFactor) +
+          " squared" : " = the head width") + ".";
+        rowChart(rowPlot, [[result.scores, BLUE]], Math.min(0, least(result.scores)),
+          result.scores[0], L, x, "Score against the distance, up to 8 L", "distance \u0394");
       } else {
         rowCaption.textContent = "Dot products PE(" + grouped(x) + ") \u00b7 PE(q) for every " +
           "position q from 0 to " + grouped(span) + " (8 L); " + trainedText + ". The largest, " +
           "d_model / 2 = " + core.format(result.dots[x]) + ", is at q = p.";
-        rowChart(rowPlot, [[result.dots, BLUE]], Math.min(0, Math.min.apply(null,
-          Array.from(result.dots))), d / 2, L, x, "Dot product of position p with every position",
-        "position q");
+        rowChart(rowPlot, [[result.dots, BLUE]], Math.min(0, least(result.dots)), d / 2, L, x,
+          "Dot product of position p with every position", "position q");
       }
       rowLegend.hidden = true;
       pairCaption.textContent = "Each of the " + pairs + " pairs of features, fastest first: " +
-        "shaded, the angles that " + (kind === "sinusoidal" ? "positions" : "distances") + " 0 to " +
-        grouped(L - 1) + " turned it to (the whole circle for the fast ones); marked, its angle " +
-        where + ", modulo 2\u03c0" + (rope && scaling.input.value !== "none" ? ", with " +
-        SCALINGS.filter(function (o) { return o[0] === scaling.input.value; })[0][1] +
-        " scaling by s = " + s : "") + ".";
+        "shaded, the angles that " + (kind === "sinusoidal" ? "positions" : "distances") +
+        " 0 to " + grouped(L - 1) + " turned it to (the whole circle for the fast ones); " +
+        "marked, its angle " + where + ", modulo 2\u03c0" +
+        (rope && scaling.input.value !== "none" ? ", with " + scaling.input.selectedOptions[0]
+          .textContent + " scaling by s = " + s : "") + ".";
       pairChart(pairPlot, result, "Each pair's angle " + where + " against the angles training " +
         "showed it: " + outside + " of " + pairs + " outside");
       legendItems(pairLegend, [[BLUE, "within what training showed", false],
@@ -422,7 +428,7 @@
       var series = result.bias.map(function (row, h) {
         return [row, PALETTE[h % PALETTE.length], h >= PALETTE.length];
       });
-      var lowest = Math.min.apply(null, result.bias.map(function (row) { return row[span]; }));
+      var lowest = least(result.bias.map(function (row) { return row[span]; }));
       rowChart(rowPlot, series, lowest, 0, L, x,
         "Each head's bias against the distance, up to 8 L", "distance \u0394");
       rowLegend.hidden = false;
