@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from attention_lab.attention import scaled_dot_product_attention
 from support import page_weights
@@ -142,6 +143,7 @@ class Instrument(Tab):
             "heads": READ_HEADS,
             "mask_composer": READ_COMPOSER,
             "cache_memory": READ_CACHE,
+            "extrapolation": READ_EXTRAPOLATION,
         }
         reader = reader[self.name]
         return self.page.evaluate(reader)
@@ -1152,6 +1154,307 @@ def test_cache_from_the_keyboard_and_over_many_settings(cache_page):
     tab.select_option(f"{CACHE}-precision", "2")
 
 
+# --- chapter 18: positions past the training length -------------------------------------------
+
+EXTRAPOLATION_PAGE = "notebooks_src/chapters/18_positions_past_training_length.html"
+# The instrument's caption and text description, whose claims the tests check in the page.
+EXPLORER_TEXTS = yaml.safe_load((ROOT / "book" / "explorers.yml").read_text(encoding="utf-8"))
+EXTRAPOLATION = "#instrument-extrapolation"
+READ_EXTRAPOLATION = """() => {
+  const s = window.attentionInstruments.extrapolation;
+  const list = (a) => (a === undefined ? null : Array.from(a));
+  return {encoding: s.encoding, scaling: s.scaling, factor: s.factor, headDim: s.headDim,
+    base: s.base, trained: s.trained, at: s.at, heads: s.heads, span: s.span, runs: s.runs,
+    scores: list(s.scores), invFreq: list(s.invFreq), attentionFactor: s.attentionFactor,
+    angle: list(s.angle), seen: list(s.seen), outside: list(s.outside), dots: list(s.dots),
+    slopes: list(s.slopes), bias: s.bias ? s.bias.map((r) => Array.from(r)) : null,
+    atBias: list(s.atBias), trainedBias: list(s.trainedBias),
+    status: document.querySelector('#instrument-extrapolation .instrument-status').textContent};
+}"""
+
+
+@pytest.fixture(scope="module")
+def extrapolation_page(browser, server):
+    with Instrument(browser, server, path=EXTRAPOLATION_PAGE, name="extrapolation") as tab:
+        yield tab
+
+
+def library_scaling(state: dict) -> dict | None:
+    """The page's RoPE scaling as rope_frequencies' dictionary (YaRN with its defaults)."""
+    kind, factor, length = state["scaling"], state["factor"], state["trained"]
+    if kind == "none":
+        return None
+    if kind == "linear":
+        return {"rope_type": "linear", "factor": factor}
+    return {"rope_type": kind, "factor": factor, "original_max_position_embeddings": length}
+
+
+def check_pairs(state: dict, inv: np.ndarray, unscaled: np.ndarray, tolerance: np.ndarray) -> None:
+    """Each pair's angle at the chosen distance (mod 2 pi) and the range training showed it; the
+    pairs outside it, as the library's frequencies place them, but for an angle within
+    ``tolerance`` of its range's end (where the two computations may round either way)."""
+    at, length = state["at"], state["trained"]
+    angle = np.fmod(at * inv, 2 * math.pi)  # [pairs]
+    reach = (length - 1) * unscaled  # [pairs]
+    seen = np.minimum(2 * math.pi, reach)
+    assert np.abs(np.asarray(state["angle"]) - angle).max() <= tolerance.max() + 8 * U64
+    assert np.abs(np.asarray(state["seen"]) - seen).max() <= length * unscaled.max() * 16 * U64
+    outside = set(np.flatnonzero((reach < 2 * math.pi) & (angle > reach)).tolist())
+    unsure = set(np.flatnonzero(np.abs(angle - reach) <= tolerance + length * unscaled * 16 * U64))
+    assert set(state["outside"]) ^ outside <= unsure, (state["outside"], sorted(outside))
+
+
+def check_extrapolation(state: dict) -> dict:
+    """The page's rows against attention_lab.positional; the largest differences.
+
+    Both sides compute base ** (-2i / Dh) with the same rounded exponent, and dynamic NTK's
+    rescaled base with the same +, -, * and / (each rounded alike) and one pow: a pow within an
+    ulp on either side, the page's frequencies are within 16 u of the library's (relative). An
+    angle Delta * inv then differs by Delta * inv * 17 u, its cosine (within an ulp either side)
+    by that plus 2 u; the sum of Dh / 2 terms of size 2 a^2 adds gamma(Dh / 2) of its magnitude.
+    """
+    from attention_lab.positional import (
+        alibi_bias,
+        alibi_slopes,
+        rope_frequencies,
+        rotary_embedding,
+        sinusoidal_encoding,
+    )
+
+    n, at, length = state["span"] + 1, state["at"], state["trained"]
+    assert state["span"] == 8 * length and 0 <= at <= state["span"]
+    errors = {}
+    if state["encoding"] == "alibi":
+        slopes = alibi_slopes(state["heads"]).numpy()
+        got = np.asarray(state["slopes"])
+        assert np.abs(got - slopes).max() <= 2 * U64 * slopes.max()
+        # alibi_bias's last query row, read from the last key back: -slope * Delta.
+        library = alibi_bias(state["heads"], 1, n)[:, 0].flip(-1).numpy()  # [H, 8L + 1]
+        bias = np.asarray(state["bias"])
+        # Slopes an ulp apart (2 ** x by pow on one side, exp2 on the other) move the bias by
+        # Delta times that; each product is rounded once on either side.
+        allowed = np.abs(got - slopes)[:, None] * np.arange(n) + 2 * U64 * np.abs(library)
+        assert (np.abs(bias - library) <= allowed).all()
+        assert np.array_equal(state["atBias"], bias[:, at])
+        assert np.array_equal(state["trainedBias"], bias[:, length - 1])
+        errors["alibi"] = float(np.abs(bias - library).max())
+        return errors
+    d, base = state["headDim"], state["base"]
+    unscaled = rope_frequencies(d, base=base)[0].numpy()  # [Dh / 2]
+    if state["encoding"] == "sinusoidal":
+        encoding = sinusoidal_encoding(n, d, base).double().numpy()  # [8L + 1, D], float32 values
+        expected = encoding @ encoding[at]  # [8L + 1]
+        # As check_encoding: entries within e = 2**-25 of the exact ones (the library's float32),
+        # a dot product of d terms within d * (2 e + e**2). The page sums cos((q - p) w_i) in
+        # float64: each angle (at most 8L, w_i <= 1) within 4 u of 8L, each cosine 2 u more.
+        e = 2.0**-25
+        difference = np.abs(np.asarray(state["dots"]) - expected)
+        assert (
+            difference.max() <= d * (2 * e + e * e) + d / 2 * (4 * n + 2) * U64 + gamma(d, U64) * d
+        )
+        errors["sinusoidal"] = float(difference.max())
+        check_pairs(state, unscaled, unscaled, at * unscaled * 17 * U64 + 2 * U64)
+        return errors
+    scaling = library_scaling(state)
+    inv, factor = rope_frequencies(d, base=base, scaling=scaling, seq_len=at + 1)
+    inv = inv.numpy()
+    got = np.asarray(state["invFreq"])
+    assert (np.abs(got - inv) <= 16 * U64 * inv).all(), np.abs(got / inv - 1).max()
+    assert abs(state["attentionFactor"] - factor) <= 4 * U64 * factor
+    distances = np.arange(n, dtype=np.float64)  # [8L + 1]
+    if state["scaling"] == "dynamic":  # the frequencies of a sequence of Delta + 1 positions
+        table = np.stack(
+            [
+                rope_frequencies(d, base=base, scaling=scaling, seq_len=t + 1)[0].numpy()
+                for t in range(n)
+            ]
+        )  # [8L + 1, Dh / 2]
+        library = factor * factor * 2 * np.cos(distances[:, None] * table).sum(axis=1)
+    else:  # rotary_embedding itself: every position of (1, ..., 1), each scored with position 0
+        ones = torch.ones(n, d, dtype=torch.float64)
+        rotated = rotary_embedding(ones, base=base, scaling=scaling, seq_len=n)  # [8L + 1, Dh]
+        library = (rotated @ rotated[0]).numpy()  # [8L + 1]
+        table = np.broadcast_to(inv, (n, d // 2))
+    a2 = factor * factor
+    terms = 2 * a2 * (distances[:, None] * table * 17 * U64 + 2 * U64)  # [8L + 1, Dh / 2]
+    allowed = terms.sum(axis=1) + 2 * gamma(d // 2 + 1, U64) * a2 * d  # [8L + 1]
+    difference = np.abs(np.asarray(state["scores"]) - library)
+    assert (difference <= allowed).all(), (difference.max(), allowed.min())
+    assert state["scores"][0] == pytest.approx(a2 * d, rel=d * U64)
+    errors[f"rope/{state['scaling']}"] = float(difference.max())
+    check_pairs(state, inv, unscaled, at * inv * 17 * U64 + 2 * U64)
+    return errors
+
+
+def largest(errors: dict, new: dict) -> None:
+    for key, value in new.items():
+        errors[key] = max(value, errors.get(key, 0.0))
+
+
+def test_extrapolation_defaults_match_the_library_and_the_caption(extrapolation_page):
+    state = extrapolation_page.state()
+    settings = [state[k] for k in ("encoding", "scaling", "headDim", "base", "trained", "at")]
+    assert settings == ["rope", "none", 64, 1e4, 256, 512]
+    print(check_extrapolation(state))
+    # The text description's claims (book/explorers.yml) at the opening settings.
+    shows = " ".join(EXPLORER_TEXTS["instrument-extrapolation"]["shows"].split())
+    assert "16 of the 32 pairs are outside" in shows and "the score is 11.864, against 64" in shows
+    assert len(state["outside"]) == 16 and len(state["angle"]) == 32
+    assert "16 of 32 pairs have turned further" in state["status"]
+    assert f"{state['scores'][512]:.3f}" == "11.864" and "11.864, against 64.000" in state["status"]
+
+
+def test_extrapolation_the_caption_claims_from_the_keyboard(extrapolation_page):
+    tab, page = extrapolation_page.page, extrapolation_page
+    shows = " ".join(EXPLORER_TEXTS["instrument-extrapolation"]["shows"].split())
+    assert "at Δ = 255 no pair is outside, and at Δ = 256, one past training, 19 are" in shows
+    assert "with linear scaling by s = 4 none is outside at Δ = 512" in shows
+    tab.focus(f"{EXTRAPOLATION}-scaling")
+    tab.select_option(f"{EXTRAPOLATION}-scaling", "linear")
+    state = page.state()
+    assert (state["scaling"], state["factor"]) == ("linear", 4)
+    print(check_extrapolation(state))
+    assert state["outside"] == []  # linear by 4: every angle at 512 was seen by 128
+    tab.select_option(f"{EXTRAPOLATION}-scaling", "none")
+    tab.focus(f"{EXTRAPOLATION}-at")
+    for _ in range(256):  # 512 -> 256, one position a key press
+        tab.keyboard.press("ArrowLeft")
+    state = page.state()
+    assert state["at"] == 256
+    print(check_extrapolation(state))
+    assert len(state["outside"]) == 19  # just past training: every pair short of a full turn
+    tab.keyboard.press("ArrowLeft")  # 255, the farthest trained distance: none
+    state = page.state()
+    assert state["at"] == 255 and state["outside"] == []
+    page.set_range("at", 512)
+
+
+def test_extrapolation_scalings_and_encodings_from_the_keyboard(extrapolation_page):
+    tab, page = extrapolation_page.page, extrapolation_page
+    errors = {}
+    for kind in ("yarn", "dynamic", "linear"):
+        tab.focus(f"{EXTRAPOLATION}-scaling")
+        tab.select_option(f"{EXTRAPOLATION}-scaling", kind)
+        tab.focus(f"{EXTRAPOLATION}-factor")
+        tab.keyboard.press("End")  # s = 16
+        tab.focus(f"{EXTRAPOLATION}-width")
+        tab.keyboard.press("End")  # Dh = 128
+        state = page.state()
+        assert (state["scaling"], state["factor"], state["headDim"]) == (kind, 16, 128)
+        assert tab.get_attribute(f"{EXTRAPOLATION}-factor", "aria-valuetext") == "factor 16"
+        largest(errors, check_extrapolation(state))
+        if kind == "yarn":
+            assert state["attentionFactor"] == pytest.approx(0.1 * math.log(16) + 1)
+            assert "attention factor 0.1 ln s + 1 = 1.277" in state["status"]
+        tab.focus(f"{EXTRAPOLATION}-trained")
+        tab.keyboard.press("Home")  # L = 32: the row ends at 256
+        tab.focus(f"{EXTRAPOLATION}-base")
+        tab.keyboard.press("End")  # base 10**6
+        state = page.state()
+        assert (state["trained"], state["at"], state["base"]) == (32, 256, 1e6)
+        largest(errors, check_extrapolation(state))
+        page.set_range("trained", 8)
+        page.set_range("base", 4)
+        page.set_range("width", 6)
+        page.set_range("factor", 2)
+        page.set_range("at", 512)
+    # The longest row the sliders allow, dynamic NTK: 8 * 4096 distances.
+    tab.select_option(f"{EXTRAPOLATION}-scaling", "dynamic")
+    caption = tab.text_content(f"{EXTRAPOLATION} .instrument-caption")
+    assert "each with the frequencies of a sequence Δ + 1 long" in caption, caption
+    page.set_range("width", 4)
+    page.set_range("trained", 12)
+    page.set_range("at", 20000)
+    largest(errors, check_extrapolation(page.state()))
+    page.set_range("trained", 8)
+    page.set_range("width", 6)
+    page.set_range("at", 512)
+    tab.select_option(f"{EXTRAPOLATION}-scaling", "none")
+    # ALiBi, with a head count that is not a power of two (BLOOM's slopes).
+    tab.focus(f"{EXTRAPOLATION}-encoding")
+    tab.select_option(f"{EXTRAPOLATION}-encoding", "alibi")
+    tab.focus(f"{EXTRAPOLATION}-heads")
+    for _ in range(4):
+        tab.keyboard.press("ArrowRight")  # 12 heads
+    state = page.state()
+    assert (state["encoding"], state["heads"]) == ("alibi", 12)
+    largest(errors, check_extrapolation(state))
+    assert state["slopes"][8] == pytest.approx(2**-0.5)
+    assert tab.locator(f"{EXTRAPOLATION} tbody tr").count() == 12
+    page.set_range("heads", 8)
+    # The sinusoidal encoding at the last position, 8 L.
+    tab.select_option(f"{EXTRAPOLATION}-encoding", "sinusoidal")
+    tab.focus(f"{EXTRAPOLATION}-at")
+    tab.keyboard.press("End")
+    state = page.state()
+    assert (state["encoding"], state["at"]) == ("sinusoidal", 2048)
+    largest(errors, check_extrapolation(state))
+    assert int(np.argmax(state["dots"])) == 2048
+    tab.select_option(f"{EXTRAPOLATION}-encoding", "rope")
+    page.set_range("at", 512)
+    print(errors)
+
+
+def test_extrapolation_compute_over_many_settings(extrapolation_page):
+    compute = (
+        "(grid) => grid.map((s) => { const r = window.attentionInstruments.extrapolation"
+        ".compute(s); const list = (a) => (a === undefined ? null : Array.from(a));"
+        " return {...s, span: r.span, scores: list(r.scores), invFreq: list(r.invFreq),"
+        " attentionFactor: r.attentionFactor, angle: list(r.angle), seen: list(r.seen),"
+        " outside: list(r.outside), dots: list(r.dots), slopes: list(r.slopes),"
+        " bias: r.bias ? r.bias.map((b) => Array.from(b)) : null, atBias: list(r.atBias),"
+        " trainedBias: list(r.trainedBias)}; })"
+    )
+    grid = [
+        {
+            "encoding": "rope",
+            "scaling": kind,
+            "factor": s,
+            "headDim": d,
+            "base": 10.0**b,
+            "trained": 32,
+            "at": at,
+            "heads": 1,
+        }
+        for kind in ("none", "linear", "dynamic", "yarn")
+        for s in (1, 2, 8)
+        for d in (8, 64)
+        for b in (3, 4, 6)
+        for at in (0, 31, 32, 100, 256)
+    ]
+    grid += [
+        {
+            "encoding": "alibi",
+            "scaling": "none",
+            "factor": 1,
+            "headDim": 8,
+            "base": 1e4,
+            "trained": 32,
+            "at": 100,
+            "heads": h,
+        }
+        for h in range(1, 17)
+    ]
+    grid += [
+        {
+            "encoding": "sinusoidal",
+            "scaling": "none",
+            "factor": 1,
+            "headDim": d,
+            "base": 1e4,
+            "trained": 64,
+            "at": at,
+            "heads": 1,
+        }
+        for d in (8, 128)
+        for at in (0, 63, 64, 300)
+    ]
+    errors = {}
+    for state in extrapolation_page.page.evaluate(compute, grid):
+        largest(errors, check_extrapolation(state))
+    print(errors)
+
+
 # --- both new instruments: accessible in both themes, readable on a phone, screenshots ------------
 
 
@@ -1161,7 +1464,7 @@ UNLABELLED = """(name) => Array.from(document.querySelectorAll(
   .filter((i) => !i.labels || !i.labels.length).map((i) => i.id)"""
 
 
-@pytest.mark.parametrize("name", ["mask_composer", "cache_memory"])
+@pytest.mark.parametrize("name", ["mask_composer", "cache_memory", "extrapolation"])
 @pytest.mark.parametrize("theme", THEMES)
 def test_part_six_instruments_accessible_and_readable(browser, server, html_dir, axe, name, theme):
     def prepare(phone: Instrument) -> None:
@@ -1214,6 +1517,7 @@ INSTRUMENT_PAGES = {
     "masks": MASKS_PAGE,
     "mask_composer": COMPOSER_PAGE,
     "cache_memory": CACHE_PAGE,
+    "extrapolation": EXTRAPOLATION_PAGE,
 }
 
 
@@ -1251,7 +1555,7 @@ def test_readable_in_both_themes_and_restyled_by_the_switch(browser, server, nam
                 assert inks == 2, inks
             if name == "masks":
                 assert tab.page.locator("td.instrument-nan").count() > 0
-        if name in ("scaling", "positional"):
+        if name in ("scaling", "positional", "extrapolation"):
             assert fills["dark"] != fills["light"], fills
         element_screenshot(tab.page.locator(f"#instrument-{name}"), f"instrument_{name}_dark")
         assert not tab.errors, tab.errors

@@ -1,7 +1,7 @@
-// The pure parts of the Part VI instruments (book/_static/instruments/mask_composer.js and
-// cache_memory.js), under `node --test`: the examples of attention_lab.masks' docstrings and
-// of CacheShape's. tests/test_browser_instruments.py checks the same functions in the page
-// against the library itself.
+// The pure parts of the Part VI instruments (book/_static/instruments/mask_composer.js,
+// cache_memory.js and extrapolation.js), under `node --test`: the examples of attention_lab.masks'
+// docstrings, of CacheShape's and of attention_lab.positional's. tests/test_browser_instruments.py
+// checks the same functions in the page against the library itself.
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");
@@ -13,6 +13,7 @@ globalThis.document = { readyState: "complete", querySelectorAll: () => [] };
 require("../../book/_static/instruments/core.js");
 const composer = require("../../book/_static/instruments/mask_composer.js");
 const cache = require("../../book/_static/instruments/cache_memory.js");
+const extrapolation = require("../../book/_static/instruments/extrapolation.js");
 
 const BASE = { seed: 0, order: "none", prefix: 0, padding: false, pads: 1, side: "right",
   window: false, windowSize: 1, documents: false };
@@ -102,4 +103,64 @@ test("readable: binary units, three significant digits", () => {
   assert.equal(cache.readable(2 ** 30), "1.00 GiB");
   assert.equal(cache.readable(575668224), "549 MiB");
   assert.equal(cache.readable(2 ** 26), "64.0 MiB");
+});
+
+const ROPE = { encoding: "rope", scaling: "none", factor: 4, headDim: 64, base: 1e4, trained: 256,
+  at: 512, heads: 8 };
+
+test("rope frequencies: rope_frequencies' example and YaRN's attention factor", () => {
+  // rope_frequencies(8, scaling={"rope_type": "linear", "factor": 4}): inv_freq * 4, 1.0
+  const [inv, factor] = extrapolation.ropeFrequencies(8, 1e4, "linear", 4, 32, 1);
+  Array.from(inv).forEach((v, i) => assert.ok(Math.abs(4 * v - 10 ** -i) < 1e-15, String(v)));
+  assert.equal(factor, 1);
+  const yarn = extrapolation.ropeFrequencies(64, 1e4, "yarn", 16, 256, 1);
+  assert.ok(Math.abs(yarn[1] - (0.1 * Math.log(16) + 1)) < 1e-15);
+  // YaRN keeps the fast pairs and divides the slowest by s.
+  const plain = extrapolation.ropeFrequencies(64, 1e4, "none", 1, 256, 1)[0];
+  assert.equal(yarn[0][0], plain[0]);
+  assert.ok(Math.abs(yarn[0][31] * 16 / plain[31] - 1) < 1e-15);
+  // Dynamic NTK changes nothing while the sequence fits in L, and slows every pair past it.
+  assert.deepEqual(extrapolation.ropeFrequencies(64, 1e4, "dynamic", 4, 256, 256)[0], plain);
+  const longer = extrapolation.ropeFrequencies(64, 1e4, "dynamic", 4, 256, 1024)[0];
+  for (let i = 1; i < 32; i++) assert.ok(longer[i] < plain[i]);
+});
+
+test("alibi slopes: alibi_slopes' examples, BLOOM's for 6 heads", () => {
+  assert.deepEqual(Array.from(extrapolation.alibiSlopes(6)),
+    [0.25, 0.0625, 0.015625, 0.00390625, 0.5, 0.125]);
+  assert.deepEqual(Array.from(extrapolation.alibiSlopes(8)),
+    [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625]);
+  const r = extrapolation.compute(Object.assign({}, ROPE, { encoding: "alibi", heads: 6 }));
+  assert.equal(r.bias.length, 6);
+  assert.equal(r.bias[0].length, 8 * 256 + 1);
+  assert.deepEqual(Array.from(r.atBias), [-128, -32, -8, -2, -256, -64]);
+  assert.equal(r.bias[4][0], 0);
+});
+
+test("rope score: Dh at distance 0; the pairs outside what training showed", () => {
+  const r = extrapolation.compute(ROPE);
+  assert.equal(r.scores.length, 8 * 256 + 1);
+  assert.ok(Math.abs(r.scores[0] - 64) < 1e-12);
+  assert.equal(r.outside.length, 16);  // the opening state the caption describes
+  assert.equal(r.scores[512].toFixed(3), "11.864");
+  // The farthest trained distance: nothing outside. One further: every pair short of a turn.
+  assert.deepEqual(extrapolation.compute(Object.assign({}, ROPE, { at: 255 })).outside, []);
+  const past = extrapolation.compute(Object.assign({}, ROPE, { at: 256 }));
+  const short = Array.from(past.unscaled).filter((w) => 255 * w < 2 * Math.PI).length;
+  assert.equal(past.outside.length, short);
+  assert.equal(short, 19);
+  // Position interpolation by s: no pair outside up to s (L - 1).
+  const linear = Object.assign({}, ROPE, { scaling: "linear", factor: 4 });
+  assert.deepEqual(extrapolation.compute(Object.assign({}, linear, { at: 1020 })).outside, []);
+  assert.ok(extrapolation.compute(Object.assign({}, linear, { at: 1028 })).outside.length > 0);
+  // YaRN's factor a multiplies the score by a^2.
+  const yarn = extrapolation.compute(Object.assign({}, ROPE, { scaling: "yarn" }));
+  const a = 0.1 * Math.log(4) + 1;
+  assert.ok(Math.abs(yarn.scores[0] - 64 * a * a) < 1e-12);
+});
+
+test("sinusoidal: PE(p) . PE(q) is d_model / 2 at q = p and depends on p - q", () => {
+  const r = extrapolation.compute(Object.assign({}, ROPE, { encoding: "sinusoidal", at: 700 }));
+  assert.ok(Math.abs(r.dots[700] - 32) < 1e-12);
+  for (const k of [1, 5, 300]) assert.ok(Math.abs(r.dots[700 - k] - r.dots[700 + k]) < 1e-10);
 });

@@ -76,6 +76,19 @@ DEFAULTS = {
     # ch16: context 2**logContext positions, batch 2**logBatch, bytes per number; the models'
     # shapes are added from the library when the page is built (LIBRARY_DATA).
     "cache_memory": {"logContext": 13, "logBatch": 0, "bytesPerNumber": 2},
+    # ch18: the encoding (rope, alibi, sinusoidal); RoPE's scaling (none, linear, dynamic, yarn)
+    # and its factor 2**logFactor; head width 2**logHeadDim; base 10**logBase; the trained length
+    # L = 2**logTrained; the distance (the position, for sinusoidal) `at`, up to 8 L; ALiBi's heads.
+    "extrapolation": {
+        "encoding": "rope",
+        "scaling": "none",
+        "logFactor": 2,
+        "logHeadDim": 6,
+        "logBase": 4,
+        "logTrained": 8,
+        "at": 512,
+        "heads": 8,
+    },
 }
 _BODY = re.compile(r'data-instrument="([a-z][a-z0-9_-]*)"')
 
