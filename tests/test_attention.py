@@ -485,6 +485,6 @@ def test_logits_are_the_scores_that_forward_turns_into_weights(options):
         scores = attention.softcap * torch.tanh(scores / attention.softcap)
         assert logits.abs().max() > attention.softcap  # the logits themselves are not capped
     if attention.alibi:
-        scores = scores + alibi_bias(4, 6, 6)
+        scores = scores + alibi_bias(4, 6, 6).float()
     expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
     torch.testing.assert_close(attention(x, mask=mask)[1], expected)
