@@ -462,3 +462,29 @@ _q, _k, _v = torch.zeros(2, 3, 8), torch.zeros(2, 4, 8), torch.zeros(2, 4, 5)
 def test_bad_inputs_raise_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"qk_norm": True, "rope": "half"}, {"softcap": 1.0, "num_kv_heads": 2}, {"alibi": True}],
+    ids=["plain", "qk_norm-rope", "softcap-gqa", "alibi"],
+)
+def test_logits_are_the_scores_that_forward_turns_into_weights(options):
+    """softmax(cap(logits) + bias, masked) is forward's weights: the logits are the scaled
+    scores before the cap, the bias and the mask."""
+    from attention_lab.positional import alibi_bias
+
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(d_model=16, num_heads=4, **options).eval()
+    x = 3 * torch.randn(2, 6, 16)  # [B, T, D]
+    mask = causal_mask(6)
+    logits = attention.logits(x)  # [B, H, T, T]
+    assert logits.shape == (2, 4, 6, 6)
+    scores = logits
+    if attention.softcap is not None:
+        scores = attention.softcap * torch.tanh(scores / attention.softcap)
+        assert logits.abs().max() > attention.softcap  # the logits themselves are not capped
+    if attention.alibi:
+        scores = scores + alibi_bias(4, 6, 6).float()
+    expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    torch.testing.assert_close(attention(x, mask=mask)[1], expected)

@@ -358,6 +358,21 @@ def _windowed_cache_mebibytes() -> float:
     return one_layer * 32 / 2**20
 
 
+def _softcapped_score() -> float:
+    # Two keys scored 0 and 500 (d = 1): the ratio of their weights is exp(cap(500) - 0).
+    query = torch.tensor([[500.0]], dtype=torch.float64)  # [Tq, Dk]
+    keys = torch.tensor([[0.0], [1.0]], dtype=torch.float64)  # [Tk, Dk]
+    weights = scaled_dot_product_attention(query, keys, keys, softcap=50.0)[1][0]  # [Tk]
+    return round(float(torch.log(weights[1] / weights[0])))
+
+
+def _even_first_token_share() -> float:
+    # A query with nothing to prefer (all scores 0) over 20 keys: percent on the first.
+    query, keys = torch.zeros(1, 4), torch.randn(20, 4)  # [Tq, Dk], [Tk, Dk]
+    weights = scaled_dot_product_attention(query, keys, keys)[1][0]  # [Tk]
+    return round(100 * float(weights[0]), 6)
+
+
 def _qwen3_cache_bytes_per_token() -> float:
     from attention_lab.efficient import PUBLISHED_CACHE_SHAPES, KVCache, peak_memory
 
@@ -445,6 +460,8 @@ RECOMPUTE = {
     ("15_kv_cache_in_a_loop", "How many positions does it run"): _positions_without_cache,
     ("17_masks_as_functions", "How many input positions"): _window_receptive_field,
     ("17_masks_as_functions", "How many MiB does its cache"): _windowed_cache_mebibytes,
+    ("20_attention_that_stays_stable", "What does a score of $s = 500$"): _softcapped_score,
+    ("20_attention_that_stays_stable", "spreads its attention evenly"): _even_first_token_share,
     ("16_sharing_keys_and_values", "How many bytes does one token add"): (
         _qwen3_cache_bytes_per_token
     ),

@@ -29,6 +29,7 @@ TRAINED = {
     "14_cross_attention_alignment",
     "16_sharing_keys_and_values",
     "17_masks_as_functions",
+    "20_attention_that_stays_stable",
 }
 
 

@@ -581,6 +581,36 @@ class MultiHeadAttention(nn.Module):
         output = output.reshape(batch, query_len, self.num_heads * self.head_dim)  # [B, Tq, H*Dh]
         return self.out_proj(output), weights
 
+    def logits(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor | None = None,
+        *,
+        positions: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Every head's attention logits: the scaled scores ``q · k / sqrt(Dh)`` before the
+        softcap, the ALiBi bias and the mask, the numbers whose growth QK-norm and softcapping
+        are there to stop.
+
+        Args:
+            query: Shape ``[B, Tq, D]``, as in :meth:`forward`.
+            key: Shape ``[B, Tk, D]``; defaults to ``query``.
+            positions: As in :meth:`forward`.
+
+        Returns:
+            Shape ``[B, H, Tq, Tk]``, with the queries and keys that :meth:`forward` attends
+            with (normalised, rotated, each key/value head repeated for its group).
+
+        Raises:
+            TypeError: As :meth:`forward`.
+            ValueError: As :meth:`forward`.
+        """
+        q, k, _ = self.project(query, key, positions=positions)
+        group = self.num_heads // self.num_kv_heads
+        if group > 1:
+            k = k.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
+        return q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [B, H, Tq, Tk]
+
     def _split_heads(self, x: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
         batch, seq_len, _ = x.shape
         num_heads = self.num_heads if num_heads is None else num_heads
