@@ -17,6 +17,7 @@ from attention_lab.circuits import (
     induction_score,
     loss_by_position,
     previous_token_score,
+    repeat_pairs,
     repeated_sequences,
 )
 from attention_lab.masks import padding_mask
@@ -301,6 +302,39 @@ def test_loss_by_position_matches_cross_entropy():
         torch.testing.assert_close(losses[t], F.cross_entropy(logits[:, t], targets[:, t]))
 
 
+def test_loss_by_position_leaves_padded_targets_out():
+    generator = torch.Generator().manual_seed(1)
+    logits = torch.randn(4, 5, 6, generator=generator)
+    targets = torch.randint(1, 6, (4, 5), generator=generator)
+    targets[:2, 1] = 0
+    targets[:, 3] = 0  # nothing left at position 3
+    losses = loss_by_position(logits, targets, pad_id=0)
+    torch.testing.assert_close(losses[1], F.cross_entropy(logits[2:, 1], targets[2:, 1]))
+    for t in (0, 2, 4):
+        torch.testing.assert_close(losses[t], F.cross_entropy(logits[:, t], targets[:, t]))
+    assert torch.isnan(losses[3])
+    torch.testing.assert_close(
+        loss_by_position(logits, targets.clamp(min=1)),
+        loss_by_position(logits, targets.clamp(min=1), pad_id=0),
+    )
+
+
+@pytest.mark.parametrize("min_half_length", [None, 1, 3])
+def test_repeat_pairs_keep_only_the_targets_the_first_copy_predicts(min_half_length):
+    seqs = repeated_sequences(200, 12, 7, seed=2, min_half_length=min_half_length)
+    inputs, targets = repeat_pairs(seqs)
+    assert torch.equal(inputs, seqs[:, :-1]) and targets.shape == inputs.shape
+    for row, kept in zip(seqs.tolist(), targets.tolist(), strict=True):
+        length = sum(token != 0 for token in row) // 2
+        # Kept: targets t = L .. 2L - 2, i.e. tokens L + 1 .. 2L - 1, each equal to token t + 1 - L.
+        expected = [row[t + 1] if length <= t <= 2 * length - 2 else 0 for t in range(len(kept))]
+        assert kept == expected
+        assert all(row[t + 1] == row[t + 1 - length] for t in range(length, 2 * length - 1))
+    assert (targets != 0).sum() == sum(  # (L - 1) targets per sequence
+        sum(token != 0 for token in row) // 2 - 1 for row in seqs.tolist()
+    )
+
+
 def test_train_trains_the_model_to_copy_a_short_repeat():
     seqs = repeated_sequences(256, 6, 3, seed=0)
     model = tiny_model(vocab_size=6, d_model=16, num_heads=2, max_len=6)
@@ -387,6 +421,13 @@ def test_forward_rejects_bad_input(token_ids, kwargs, error, match):
         (lambda: repeated_sequences(2, 1, 3, seed=0), ValueError, "vocab_size"),
         (lambda: repeated_sequences(2, 5, 3, seed=-1), ValueError, "seed"),
         (lambda: repeated_sequences(2, 5, 3, seed=0, min_half_length=4), ValueError, "larger"),
+        (lambda: repeat_pairs(torch.ones(2, 4)), TypeError, "integer"),
+        (lambda: repeat_pairs(torch.ones(2, 1).long()), ValueError, "2 positions"),
+        (
+            lambda: loss_by_position(torch.ones(2, 3, 4), torch.zeros(2, 3).long(), pad_id=-1),
+            ValueError,
+            "pad_id",
+        ),
         (
             lambda: loss_by_position(torch.ones(2, 3, 4), torch.zeros(2, 4).long()),
             ValueError,

@@ -342,6 +342,29 @@ def _positions_without_cache() -> float:
     return sum(seen)
 
 
+def _rope_pairs_with_a_full_turn() -> float:
+    from attention_lab.positional import rope_frequencies
+
+    inv_freq, _ = rope_frequencies(16)  # [8] radians per position
+    return float((15 * inv_freq >= 2 * math.pi).sum())
+
+
+def _linear_scaled_fastest_turn() -> float:
+    from attention_lab.positional import rope_frequencies
+
+    inv_freq, _ = rope_frequencies(16, scaling={"rope_type": "linear", "factor": 8})
+    return float(inv_freq[0])  # pair 0, 1 radian per position unscaled
+
+
+def _yarn_score_factor() -> float:
+    from attention_lab.positional import rotary_embedding
+
+    scaling = {"rope_type": "yarn", "factor": 8, "original_max_position_embeddings": 16}
+    q = torch.tensor([[1.0, 0.0, 0.0, 0.0]])  # [T, Dh], rotated at position 0
+    rotated = rotary_embedding(q, scaling=scaling)
+    return float((rotated @ rotated.T)[0, 0] / (q @ q.T)[0, 0])
+
+
 def _window_receptive_field() -> float:
     # Which inputs reach the last position after 4 layers with a window of 8 keys: the
     # positions reachable through 4 hops of the window mask (a boolean matrix power).
@@ -459,6 +482,11 @@ RECOMPUTE = {
     ),
     ("15_kv_cache_in_a_loop", "How many positions does it run"): _positions_without_cache,
     ("17_masks_as_functions", "How many input positions"): _window_receptive_field,
+    ("18_positions_past_training_length", "go through at least one full turn"): (
+        _rope_pairs_with_a_full_turn
+    ),
+    ("19_stretching_rope", "how many radians does that pair turn"): _linear_scaled_fastest_turn,
+    ("19_stretching_rope", "does that multiply every attention score"): _yarn_score_factor,
     ("17_masks_as_functions", "How many MiB does its cache"): _windowed_cache_mebibytes,
     ("20_attention_that_stays_stable", "What does a score of $s = 500$"): _softcapped_score,
     ("20_attention_that_stays_stable", "spreads its attention evenly"): _even_first_token_share,

@@ -29,6 +29,8 @@ TRAINED = {
     "14_cross_attention_alignment",
     "16_sharing_keys_and_values",
     "17_masks_as_functions",
+    "18_positions_past_training_length",
+    "19_stretching_rope",
     "20_attention_that_stays_stable",
 }
 

@@ -13,11 +13,14 @@ be taken out exactly, which is what an ablation needs.
 - :func:`head_contributions`: what each head of a
   :class:`~attention_lab.attention.MultiHeadAttention` adds to the residual stream,
   ``[B, H, T, D]``; they sum (plus the output bias) to its output.
-- :func:`repeated_sequences`: random tokens whose second half repeats the first, seeded.
+- :func:`repeated_sequences`: random tokens whose second half repeats the first, seeded;
+  :func:`repeat_pairs` turns them into next-token inputs and targets that keep only the
+  targets the first copy predicts.
 - :func:`previous_token_score` and :func:`induction_score`: the two scores of Olsson et al.,
   the mean attention from each position to the one before it, and from each position of the
   repeated half to the token after its earlier occurrence.
-- :func:`loss_by_position`: cross-entropy at every position, averaged over the batch.
+- :func:`loss_by_position`: cross-entropy at every position, averaged over the batch
+  (optionally leaving padded targets out).
 
 Heads and layers are counted from 0.
 """
@@ -52,6 +55,7 @@ __all__ = [
     "induction_score",
     "loss_by_position",
     "previous_token_score",
+    "repeat_pairs",
     "repeated_sequences",
 ]
 
@@ -346,6 +350,44 @@ def repeated_sequences(
     return seqs.masked_fill(position >= 2 * lengths, 0)
 
 
+def repeat_pairs(seqs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Next-token inputs and targets for :func:`repeated_sequences`, keeping only the targets
+    that the first copy predicts.
+
+    ``inputs, targets = seqs[:, :-1], seqs[:, 1:]``, then every target that cannot be read off
+    the earlier copy is set to the padding id 0, which :func:`~attention_lab.training.train`
+    and :func:`~attention_lab.training.evaluate` leave out: the first block (new random
+    tokens), the first token of the repeat (nothing says where the block ended when its length
+    varies) and the padding. What is left, the targets at ``t = L .. 2 L - 2`` of a sequence
+    with block length ``L``, needs a model that finds the token's earlier occurrence and copies
+    the one after it (an induction head), whatever the sequence's length. The block length of
+    each sequence is read off as half its non-padding tokens.
+
+    Args:
+        seqs: Shape ``[N, S]``, an integer dtype, as :func:`repeated_sequences` returns (ids
+            of the blocks >= 1, padding 0 at the end), ``S >= 2``.
+
+    Returns:
+        A pair ``(inputs, targets)``, each ``[N, S - 1]``, ``targets`` a new tensor.
+
+    Raises:
+        TypeError: If ``seqs`` is not an integer tensor.
+        ValueError: If ``seqs`` is not 2-D with at least 2 positions.
+
+    Example:
+        >>> inputs, targets = repeat_pairs(torch.tensor([[5, 6, 7, 5, 6, 7]]))
+        >>> inputs.tolist(), targets.tolist()
+        ([[5, 6, 7, 5, 6]], [[0, 0, 0, 6, 7]])
+    """
+    check_token_ids(seqs, "seqs")
+    if seqs.shape[1] < 2:
+        raise ValueError(f"seqs needs at least 2 positions, got {list(seqs.shape)}")
+    inputs, targets = seqs[:, :-1], seqs[:, 1:].clone()  # [N, S - 1] each
+    lengths = (seqs != 0).sum(dim=1, keepdim=True) // 2  # [N, 1], the block length L
+    position = torch.arange(targets.shape[1], device=seqs.device)  # [S - 1]
+    return inputs, targets.masked_fill(position < lengths, 0)  # padding stays 0
+
+
 def _check_weights(weights: torch.Tensor) -> None:
     if not isinstance(weights, torch.Tensor) or not weights.is_floating_point():
         kind = weights.dtype if isinstance(weights, torch.Tensor) else type(weights).__name__
@@ -419,15 +461,21 @@ def induction_score(weights: torch.Tensor, half_length: int) -> torch.Tensor:
     return diagonal[..., 1:half_length].mean(dim=-1)  # [...]
 
 
-def loss_by_position(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def loss_by_position(
+    logits: torch.Tensor, targets: torch.Tensor, *, pad_id: int | None = None
+) -> torch.Tensor:
     """Cross-entropy at every position, averaged over the batch.
 
     Args:
         logits: Shape ``[B, T, V]``, a floating dtype.
         targets: Shape ``[B, T]``, an integer dtype, ids in ``[0, V)``.
+        pad_id: If given, targets equal to it are left out of each position's mean (as
+            :func:`~attention_lab.training.evaluate` leaves them out); a position whose
+            targets are all ``pad_id`` gets NaN.
 
     Returns:
-        Shape ``[T]``: ``mean over b of -log softmax(logits[b, t])[targets[b, t]]``.
+        Shape ``[T]``: ``mean over b of -log softmax(logits[b, t])[targets[b, t]]``, over the
+        ``b`` whose target is not ``pad_id``.
 
     Raises:
         TypeError: If ``logits`` is not floating or ``targets`` not an integer tensor.
@@ -435,6 +483,12 @@ def loss_by_position(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
     """
     check_logits_and_targets(logits, targets)
     check_id_range(targets, "targets", logits.shape[-1], "V")
+    if pad_id is not None:
+        check_int(pad_id, "pad_id", minimum=0)
     # cross_entropy wants the classes in dimension 1.
     losses = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # [B, T]
-    return losses.mean(dim=0)  # [T]
+    if pad_id is None:
+        return losses.mean(dim=0)  # [T]
+    kept = targets != pad_id  # [B, T]
+    # 0 / 0 = NaN where nothing is kept: no loss was measured there.
+    return (losses * kept).sum(dim=0) / kept.sum(dim=0)  # [T]
