@@ -197,6 +197,20 @@
     return { scroller: scroller, table: table };
   }
 
+  // Calls draw again whenever the element's width changes by a pixel or more (a phone turned,
+  // the sidebar opened): the charts are drawn for the width they have.
+  function redrawOnResize(element, draw) {
+    if (!window.ResizeObserver) return;
+    var shown = element.getBoundingClientRect().width;
+    new ResizeObserver(function () {
+      var width = element.getBoundingClientRect().width;
+      if (Math.abs(width - shown) >= 1) {
+        shown = width;
+        draw();
+      }
+    }).observe(element);
+  }
+
   // Sets up every instrument of this name on the page once the page is parsed.
   function start(name, setUp) {
     function run() {
@@ -227,6 +241,7 @@
     status: status,
     scrollingTable: scrollingTable,
     start: start,
+    redrawOnResize: redrawOnResize,
     range: range,
   };
 })();

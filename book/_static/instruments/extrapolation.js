@@ -477,16 +477,7 @@
     });
     [encoding, scaling].forEach(function (f) { f.input.addEventListener("change", update); });
     update();
-    var shownWidth = rowPlot.getBoundingClientRect().width;
-    if (window.ResizeObserver) {
-      new ResizeObserver(function () {
-        var w = rowPlot.getBoundingClientRect().width;
-        if (Math.abs(w - shownWidth) >= 1) {
-          shownWidth = w;
-          update();
-        }
-      }).observe(rowPlot);
-    }
+    core.redrawOnResize(rowPlot, update);
   }
 
   window.attentionInstruments.extrapolation = { runs: 0, compute: compute,

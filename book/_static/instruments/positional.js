@@ -262,16 +262,7 @@
       el.addEventListener("input", update);
     });
     update();
-    var shownWidth = dotPlot.getBoundingClientRect().width;
-    if (window.ResizeObserver) {
-      new ResizeObserver(function () {
-        var w = dotPlot.getBoundingClientRect().width;
-        if (Math.abs(w - shownWidth) >= 1) {
-          shownWidth = w;
-          update();
-        }
-      }).observe(dotPlot);
-    }
+    core.redrawOnResize(dotPlot, update);
   }
 
   core.start("positional", setUp);
