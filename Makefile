@@ -26,12 +26,17 @@ export PYTHONHASHSEED := 0
 # from the last successful build's.
 LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)
 
-.PHONY: help venv node book test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
+# The stage table make test ends with (standard library only: it also times the venv's creation).
+STAGE  = $(PYTHON) tests/support/stages.py
+PYTEST = $(BIN)/python -m pytest -n 2 --dist loadfile
+
+.PHONY: help venv node book runs test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
 	@echo "make test       lint, library tests, zero-warning book build, built-HTML and browser tests"
 	@echo "make test-js    the browser code's pure parts under node --test (make test runs it)"
+	@echo "make runs       build the book, then execute the page runs the tests read, two at a time"
 	@echo "make test-fast  lint and the library tests only: no book build, no browser, no slow runs"
 	@echo "make notebooks  build the book, then write every page as a Jupyter notebook into notebooks/"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
@@ -77,15 +82,37 @@ lint: $(STAMP) $(NODE_STAMP)
 test-js: $(NODE_STAMP)
 	node --test tests/js/
 
-# The book is built first (zero warnings, or it fails), then one pytest run covers the library,
-# the built HTML and the browser checks of it.
-test: lint test-js book
-	$(BIN)/python -m pytest
+# Every page run the tests read (learners' notebooks, portability run, seed sweep, the rerun of
+# the book's seed; tests/support/runs.py declares them), executed two at a time into
+# _build/runs/, keyed by their inputs, so each is executed once and no test executes a page.
+runs: book
+	$(BIN)/python tests/support/runs.py
+
+# Each stage timed (tests/support/stages.py), its tests on both cores (pytest-xdist, a test
+# module per worker so module fixtures such as a browser are shared); the table at the end.
+# The book is built with zero warnings, or it fails.
+test:
+	@$(STAGE) reset
+	@$(STAGE) run "venv" -- $(MAKE) --no-print-directory venv
+	@$(STAGE) run "npm ci" -- $(MAKE) --no-print-directory node
+	@$(STAGE) run "lint" -- $(MAKE) --no-print-directory lint
+	@$(STAGE) run "node tests" -- $(MAKE) --no-print-directory test-js
+	@$(STAGE) run "build (pages executed 2 at a time)" -- $(MAKE) --no-print-directory book
+	@$(STAGE) run "page runs for the tests" -- $(MAKE) --no-print-directory runs
+	@$(STAGE) run "library and page-source tests" -- \
+	  $(PYTEST) -m "not book and not browser and not slow"
+	@$(STAGE) run "built site, learners' notebooks" -- \
+	  $(PYTEST) -m "book and not browser and not slow"
+	@$(STAGE) run "portability run, seed sweep" -- \
+	  $(PYTEST) tests/test_portability.py tests/test_seed_sweep.py
+	@$(STAGE) run "learner environment" -- $(PYTEST) tests/test_learner_environment.py
+	@$(STAGE) run "browser" -- $(PYTEST) -m "browser"
+	@$(STAGE) table
 
 # An author's shortcut while changing lib/ or tests/: lint and the tests that need neither the
 # built book nor Chromium nor the slow runs (markers in pyproject.toml). `make test` runs them all.
 test-fast: lint test-js
-	$(BIN)/python -m pytest -m "not book and not browser and not slow"
+	$(PYTEST) -m "not book and not browser and not slow"
 
 # The learners' notebooks need the build's numbers (figures, equations, glued values), so the
 # book is built first; labs become workbooks that stop at the stub

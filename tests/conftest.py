@@ -23,7 +23,6 @@ configurations) and ``tensors`` (the library tests' inputs and tolerances).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import pytest
 import torch
 from hypothesis import settings
 
-from support import accessibility, figure_recorder, numerics
+from support import accessibility, runs, stages
 from support import browser as browser_support
 from support import server as server_support
 
@@ -76,58 +75,30 @@ def pytest_collection_modifyitems(items):
 def numeric_configurations() -> list[str]:
     """The two numeric configurations of the portability run: the first two of
     ``support.numerics.CONFIGURATIONS`` that change this machine's numerics (a short training
-    run's weights differ from the default's and from each other's)."""
-    chosen, digests = numerics.effective_configurations(2)
-    numerics.REPORT["configurations"] = {"chosen": chosen, "digests": digests}
+    run's weights differ from the default's and from each other's), measured once for every
+    worker (``support.runs.configurations``)."""
+    chosen = runs.configurations()["chosen"]
     if len(chosen) < 2:
+        digests = runs.configurations()["digests"]
         tried = ", ".join(f"{name}: {digest[:12]}" for name, digest in digests.items())
         missing(f"fewer than two configurations change this machine's numerics ({tried})")
     return chosen
 
 
 @pytest.fixture(scope="session")
-def executed_notebook(tmp_path_factory, numeric_configurations):
-    """Run a notebook as a learner would (nbclient, offline, in its own folder), once per session.
+def learner_run(numeric_configurations):
+    """A page's learner notebook (``_build/html/_notebooks/``) as a learner runs it: executed in
+    its own folder, offline, under the portability run's first numeric configuration, not the
+    build's (a learner's machine is not the author's, and the pages' claims must hold there;
+    tests/test_portability.py reads the second). Read from ``support.runs``' store (``make runs``
+    fills it), executed there and then if missing.
 
-    The kernel runs under the portability run's first numeric configuration, not the build's:
-    a learner's machine is not the author's, and the pages' claims must hold there
-    (tests/test_portability.py runs the second).
-
-    Returns the executed notebook; its ``metadata["figure_text"]`` maps each PNG's SHA-256 to the
-    dpi it was rendered at and the font sizes (points) of the texts drawn into it.
+    ``learner_run(source)`` takes the page's source under ``notebooks_src/`` and returns the
+    executed notebook; its ``metadata["figure_text"]`` maps each PNG's SHA-256 to the dpi it was
+    rendered at and the font sizes (points) of the texts drawn into it.
     """
-    import nbformat
-    from nbclient import NotebookClient
-
     config = numeric_configurations[0]
-
-    cache: dict[Path, nbformat.NotebookNode] = {}
-    records = tmp_path_factory.mktemp("figure-text")
-
-    def run(path: Path) -> nbformat.NotebookNode:
-        if path not in cache:
-            nb = nbformat.read(path, as_version=4)
-            log = records / f"{len(cache)}.jsonl"
-            recorder = nbformat.v4.new_code_cell(figure_recorder.notebook_cell(str(log)))
-            nb.cells.insert(0, recorder)
-            client = NotebookClient(
-                nb,
-                timeout=600,
-                kernel_name="python3",
-                allow_errors=True,  # errors are checked by the tests, with the cell that raised
-                resources={"metadata": {"path": str(path.parent)}},
-            )
-            client.execute(env=numerics.environment(config))
-            nb.cells.remove(recorder)
-            nb.metadata["numeric_configuration"] = config
-            numerics.record("glue", f"{path.parent.name}/{path.stem}", config, numerics.glued(nb))
-            lines = log.read_text().splitlines() if log.exists() else []
-            found = [json.loads(line) for line in lines]
-            nb.metadata["figure_text"] = {r["sha256"]: r for r in found}
-            cache[path] = nb
-        return cache[path]
-
-    return run
+    return lambda source: runs.get(runs.Run(runs.page_of(source), "learner", config))
 
 
 @pytest.fixture(autouse=True)
@@ -182,10 +153,18 @@ def one_thread():
     torch.set_num_threads(previous)
 
 
-def pytest_terminal_summary(terminalreporter):
+def pytest_terminal_summary(terminalreporter, config):
     """After the run: the numeric configurations used and the glued values that differed
-    between them and the build, and each swept claim's spread over seeds."""
-    for title, lines in numerics.summary():
+    between them and the build, and each swept claim's spread over seeds (from the stored runs
+    of ``support.runs``, so whichever worker read them); the counts go to the stage table."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller reports
+        return
+    stats = terminalreporter.stats
+    stages.record_tests(
+        {name: len(stats.get(key, [])) for name, key in
+         [("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"), ("errors", "error")]}
+    )  # fmt: skip
+    for title, lines in runs.summary():
         terminalreporter.section(title)
         for line in lines:
             terminalreporter.write_line(line)

@@ -1,6 +1,6 @@
 """No figure's text runs into other text, into another panel or off the image; no legend hides data.
 
-Where each text is comes from the kernel itself: ``executed_notebook`` in conftest.py records,
+Where each text is comes from the kernel itself: ``learner_run`` in conftest.py records,
 for every PNG matplotlib renders, the rectangle of every visible text it draws into it (tick
 labels, titles, axis labels, suptitles, legend entries, annotations, colour-bar labels), the
 frame of every axes and what each legend covers, in the PNG's own pixels. They are measured by
@@ -22,8 +22,12 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_figure_text import figure_records, png_size
-from test_notebooks import IDS, SOURCES, notebook_of
+
+from support import runs
+from support.figures import figure_records, png_size
+
+SOURCES = runs.sources()
+IDS = [runs.page_of(s) for s in SOURCES]
 
 pytestmark = pytest.mark.book  # runs the notebooks the build wrote
 
@@ -144,8 +148,8 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=IDS)
-def test_no_figure_text_collides_or_is_cut_off(source, executed_notebook):
-    nb = executed_notebook(notebook_of(source))
+def test_no_figure_text_collides_or_is_cut_off(source, learner_run):
+    nb = learner_run(source)
     failing, fixed = [], []
     for label, width, height, record in layouts(nb):
         problems = collisions(width, height, record)

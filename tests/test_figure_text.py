@@ -7,7 +7,7 @@ shows it at its natural width, or scaled down to the content column when it is w
 
     s * dpi / 72 * min(1, C / W)     CSS px, W the PNG's width in px (after the tight bbox).
 
-``s`` and ``dpi`` come from the kernel itself (``executed_notebook`` in conftest.py records the
+``s`` and ``dpi`` come from the kernel itself (``learner_run`` in conftest.py records the
 font size of every text matplotlib draws into each PNG), ``W`` from the PNG, ``C`` from the
 constants below, which ``test_the_column_widths_are_the_ones_measured`` checks in Chromium.
 
@@ -19,13 +19,15 @@ each such figure's image is a link to the image itself. At 1280 px no figure is 
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
-import struct
 
 import pytest
-from test_notebooks import IDS, SOURCES, notebook_of
+
+from support import runs
+from support.figures import figure_records, png_size
+
+SOURCES = runs.sources()
+IDS = [runs.page_of(s) for s in SOURCES]
 
 # The width in CSS px of a chapter page's content column (the widest an image is shown), at each
 # viewport width, measured in Chromium on the built book (sphinx-book-theme): see
@@ -57,31 +59,6 @@ def test_the_tap_to_open_figures_and_only_they_carry_the_class():
     assert marked == TAP_TO_OPEN
 
 
-def png_size(png: bytes) -> tuple[int, int]:
-    """(width, height) in px of a PNG, from its header."""
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
-    return struct.unpack(">II", png[16:24])
-
-
-def figure_records(nb):
-    """(label, PNG bytes, recorder's record) of every PNG the notebook drew.
-
-    The label is the figure's name, or ``cell <index>``; the record is what the recorder in
-    conftest.py stored for that PNG (its dpi, font sizes and text boxes).
-    """
-    records = nb.metadata["figure_text"]
-    for index, cell in enumerate(nb.cells):
-        name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
-        for output in cell.get("outputs", []):
-            data = output.get("data", {})
-            if "image/png" not in data:
-                continue
-            png = base64.b64decode(data["image/png"])
-            record = records.get(hashlib.sha256(png).hexdigest())
-            assert record is not None, f"cell {index} shows a PNG the recorder did not see"
-            yield name or f"cell {index}", png, record
-
-
 def _figures(nb):
     """(label, PNG width, dpi, smallest font in points) of every PNG with text."""
     for label, png, record in figure_records(nb):
@@ -102,8 +79,8 @@ def test_the_rule_scales_a_wide_figure_down_and_a_narrow_one_not():
 
 @pytest.mark.book
 @pytest.mark.parametrize("source", SOURCES, ids=IDS)
-def test_every_figure_has_text_of_at_least_9_css_px(source, executed_notebook):
-    nb = executed_notebook(notebook_of(source))
+def test_every_figure_has_text_of_at_least_9_css_px(source, learner_run):
+    nb = learner_run(source)
     too_small, legible = [], []
     for label, width, dpi, points in _figures(nb):
         failures = len(too_small)

@@ -24,7 +24,7 @@ import yaml
 
 from attention_book import notebook_converter, notebook_downloads
 from conftest import HTML, ROOT
-from support import numerics
+from support import numerics, runs
 
 pytestmark = pytest.mark.book  # the notebooks the build wrote into _build/html/_notebooks/
 
@@ -98,9 +98,14 @@ def page_figures(page: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def executed(executed_notebook):
-    """Each page's learner notebook, executed once in its own folder, keyed by source."""
-    return lambda source: executed_notebook(notebook_of(source))
+def executed(learner_run):
+    """Each page's learner notebook, executed in its own folder (``support.runs``), by source."""
+
+    def run(source: Path):
+        notebook_of(source)  # fails with what to do if the build did not write it
+        return learner_run(source)
+
+    return run
 
 
 def _outputs(nb):
@@ -176,7 +181,7 @@ SIZE_TOLERANCE = 0.05
 def test_a_learner_draws_the_same_figures_as_the_book(source, executed, html_dir):
     """The learner's run draws the book's figures, one for one and of the same size.
 
-    It runs under another numeric configuration (conftest.py's ``executed_notebook``), so a
+    It runs under another numeric configuration (conftest.py's ``learner_run``), so a
     figure of a trained model may differ in its pixels, and figures are not compared byte for
     byte here (tests/test_seed_sweep.py checks that a rerun in the build's configuration draws
     the book's figures byte for byte).
@@ -419,13 +424,9 @@ def test_the_zip_has_every_notebook_the_quizzes_and_an_installable_wheel(html_di
     assert Path(found).is_relative_to(target), found
 
 
-def test_a_lone_notebook_runs_top_to_bottom_with_its_quiz(executed_notebook, html_dir, tmp_path):
+def test_a_lone_notebook_runs_top_to_bottom_with_its_quiz(numeric_configurations, html_dir):
     """A chapter's .ipynb downloaded on its own, in a folder with nothing beside it."""
-    relative = "chapters/05_masks.ipynb"
-    lone = tmp_path / "Downloads" / "05_masks.ipynb"
-    lone.parent.mkdir()
-    lone.write_bytes((NOTEBOOKS / relative).read_bytes())
-    nb = executed_notebook(lone)
+    nb = runs.get(runs.Run(runs.LONE_PAGE, "lone", numeric_configurations[0]))
     for cell, output in _outputs(nb):
         if output.output_type == "error":
             assert "raises-exception" in cell.metadata.get("tags", []), output.evalue

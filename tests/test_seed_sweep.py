@@ -14,13 +14,12 @@ import nbformat
 import pytest
 
 from conftest import ROOT
-from support import numerics
+from support import numerics, runs
 
 pytestmark = pytest.mark.slow
 
-SOURCES = sorted((ROOT / "notebooks_src").rglob("*.md"))
-SWEPT = [s for s in SOURCES if numerics.SEED_LINE.search(s.read_text(encoding="utf-8"))]
-SEEDS = (1, 2, 3, 4)
+SWEPT = runs.swept()
+SEEDS = runs.SWEEP_SEEDS
 # The chapters that train a model; each must be swept.
 TRAINED = {
     "08_watching_attention_learn",
@@ -47,10 +46,11 @@ def test_every_trained_chapter_sets_its_seed_once():
     ids=[f"{s.stem}-seed{seed}" for s in SWEPT for seed in SEEDS],
 )
 def test_the_page_s_claims_hold_for_another_seed(source, seed):
-    nb = numerics.execute(numerics.page_notebook(source, seed), source.parent)
-    numerics.record("sweep", f"{source.parent.name}/{source.stem}", str(seed), numerics.glued(nb))
-    failures = numerics.errors(nb)
-    assert not failures, f"{source.name} with SEED = {seed}:\n" + "\n".join(failures)
+    run = runs.Run(runs.page_of(source), "book", "default", seed)
+    failures = numerics.errors(runs.get(run))
+    assert not failures, (
+        f"{source.name} with SEED = {seed}:\n" + "\n".join(failures) + f"\nrerun: {run.command}"
+    )
 
 
 @pytest.mark.parametrize("source", SWEPT, ids=[s.stem for s in SWEPT])
@@ -61,7 +61,7 @@ def test_the_book_s_seed_draws_the_book_s_figures(source, html_dir):
     book_run = book_run.with_suffix(".ipynb")
     if not book_run.is_file():
         pytest.fail(f"{book_run.relative_to(ROOT)} is missing: `make book` writes it")
-    nb = numerics.execute(numerics.page_notebook(source), source.parent)
+    nb = runs.get(runs.Run(runs.page_of(source), "book", "default", None))
     assert not numerics.errors(nb)
     fresh, built = numerics.pngs(nb), numerics.pngs(nbformat.read(book_run, as_version=4))
     assert fresh and len(fresh) == len(built)

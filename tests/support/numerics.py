@@ -6,14 +6,15 @@ models must hold on any reader's machine, so the tests execute every page under 
 configurations other than the build's (the portability run) and the trained chapters under other
 seeds (the seed sweep), and fail on any cell error, which includes every page's own asserts.
 
-Used by tests/test_portability.py and tests/test_seed_sweep.py, and from the command line by an
-author measuring a claim's spread::
+Used by ``support.runs`` (which executes and stores every run the tests read) and from the command
+line by an author measuring a claim's spread::
 
     .venv/bin/python tests/support/numerics.py \
         notebooks_src/chapters/08_watching_attention_learn.md \
         --seeds 0 1 2 3 4 --configs default avx2 baseline
 
-which prints each glued value per run and every failing cell.
+which prints each glued value per run and every failing cell, and exits non-zero if a cell failed.
+Runs are stored in ``_build/runs/`` by their inputs, so asking again is free.
 """
 
 from __future__ import annotations
@@ -121,31 +122,6 @@ def effective_configurations(count: int = 2) -> tuple[list[str], dict[str, str]]
     return chosen, digests
 
 
-def page_notebook(source: Path, seed: int | None = None):
-    """A page's MyST source as a notebook; with ``seed``, its ``SEED = …`` line rewritten."""
-    import jupytext
-
-    text = source.read_text(encoding="utf-8")
-    if seed is not None:
-        found = SEED_LINE.findall(text)
-        if len(found) != 1:
-            raise ValueError(f"{source.name} must set its seed once as 'SEED = <int>'")
-        text = SEED_LINE.sub(f"SEED = {seed}", text)
-    return jupytext.reads(text, fmt="md:myst")
-
-
-def execute(nb, cwd: Path, config: str = "default", timeout: int = 600):
-    """Execute ``nb`` in a fresh kernel in ``cwd`` under ``config``; errors stay in the outputs."""
-    from nbclient import NotebookClient
-
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-        resources={"metadata": {"path": str(cwd)}},
-    )  # fmt: skip
-    client.execute(env=environment(config))
-    return nb
-
-
 def errors(nb) -> list[str]:
     """One line per error raised in a cell that is not tagged ``raises-exception``."""
     found = []
@@ -196,17 +172,7 @@ def differing(runs: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
     }
 
 
-# What the portability run and the seed sweep saw, for the summary after the test run
-# (conftest.pytest_terminal_summary): "configurations" -> {"chosen", "digests"};
-# "glue" -> page -> run -> {name: value}; "sweep" -> page -> seed -> {name: value}.
-REPORT: dict = {"glue": {}, "sweep": {}}
-
 BUILD_EXECUTED = ROOT / "_build" / "jupyter_execute" / "notebooks_src"
-
-
-def record(kind: str, page: str, run: str, values: dict[str, str]) -> None:
-    """Keep a run's glued values for the summary (``kind`` is "glue" or "sweep")."""
-    REPORT[kind].setdefault(page, {})[run] = values
 
 
 def build_glue(page: str) -> dict[str, str]:
@@ -226,12 +192,18 @@ def _short(value: str) -> str:
     return f"{number:.4g}"
 
 
-def summary() -> list[tuple[str, list[str]]]:
-    """Sections of text for the terminal summary."""
+def summary(
+    configurations: dict | None,
+    glue: dict[str, dict[str, dict[str, str]]],
+    sweep: dict[str, dict[str, dict[str, str]]],
+) -> list[tuple[str, list[str]]]:
+    """Sections of text for the terminal summary: ``configurations`` is ``{"chosen", "digests"}``;
+    ``glue`` page -> run -> {name: value} under other configurations; ``sweep`` page -> seed ->
+    {name: value}."""
     sections = []
-    if "configurations" in REPORT:
-        chosen = REPORT["configurations"]["chosen"]
-        digests = REPORT["configurations"]["digests"]
+    if configurations:
+        chosen = configurations["chosen"]
+        digests = configurations["digests"]
         lines = [f"used: {', '.join(chosen) or 'none'} (the build runs 'default')"]
         lines += [
             f"  {name}: weights {digest[:12]}  {CONFIGURATIONS[name] or '(as the machine is)'}"
@@ -239,7 +211,7 @@ def summary() -> list[tuple[str, list[str]]]:
         ]
         sections.append(("numeric configurations (short training run's weights)", lines))
     lines = []
-    for page, runs in sorted(REPORT["glue"].items()):
+    for page, runs in sorted(glue.items()):
         build = build_glue(page)
         runs = {"build": build, **runs}
         for name, values in differing(runs).items():
@@ -248,12 +220,12 @@ def summary() -> list[tuple[str, list[str]]]:
                     f"{page} {name}: "
                     + " | ".join(f"{run} {_short(v)}" for run, v in values.items())
                 )
-    if REPORT["glue"]:
+    if glue:
         if not lines:
             lines = ["none"]
         sections.append(("glued values that differ between numeric configurations", lines))
     lines = []
-    for page, runs in sorted(REPORT["sweep"].items()):
+    for page, runs in sorted(sweep.items()):
         runs = {"0": build_glue(page), **runs}
         for name in sorted(set().union(*(r.keys() for r in runs.values()))):
             try:
@@ -265,7 +237,7 @@ def summary() -> list[tuple[str, list[str]]]:
                     f"{page} {name}: {min(numbers):.4g} to {max(numbers):.4g} "
                     f"over seeds {', '.join(s for s, r in runs.items() if name in r)}"
                 )
-    if REPORT["sweep"]:
+    if sweep:
         sections.append(("seed sweep: each glued number's range", lines or ["no number varied"]))
     return sections
 
@@ -277,16 +249,23 @@ def _main() -> None:
     parser.add_argument("--configs", nargs="*", default=["default"], choices=CONFIGURATIONS)
     parser.add_argument("--json", type=Path, help="also write every run's glued values here")
     args = parser.parse_args()
+    if __package__ in (None, ""):  # run as a script: make `support` importable
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from support import runs as page_runs
+
     results = {}
+    failed = 0
     for source in args.sources:
         runs = {}
         for seed in args.seeds:
             for config in args.configs:
                 label = f"seed={seed if seed is not None else 'page'} {config}"
                 print(f"{source.name}: {label} …", file=sys.stderr, flush=True)
-                nb = execute(page_notebook(source, seed), source.resolve().parent, config)
+                run = page_runs.Run(page_runs.page_of(source), "book", config, seed)
+                nb = page_runs.get(run)  # stored in _build/runs/, so a second ask is free
                 for line in errors(nb):
                     print(f"  FAILED {label}: {line}", flush=True)
+                    failed += 1
                 runs[label] = glued(nb)
         results[source.name] = runs
         print(f"\n{source.name}: glued values over {len(runs)} runs")
@@ -297,6 +276,8 @@ def _main() -> None:
             print(f" {mark} {name}: " + " | ".join(values))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
+    if failed:
+        sys.exit(f"{failed} failing cell(s): see FAILED above")
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ page at most ``NEXT_PAGE_BUDGET``. Figures are sent as 256-colour PNGs
 the first-visit budget. Sizes are in bytes; KB = 1000 bytes, MB = 1000 KB.
 
 Measured by ``make bench-weights`` (benchmarks/page_weights.py, the table) and checked by
-tests/test_browser_a11y.py (every page), tests/test_browser_instruments.py (the instruments'
-pages) and tests/test_page_weights.py (the budget itself, on made-up numbers).
+tests/test_browser_pages.py (every page, from its one visit), tests/test_browser_instruments.py
+(the instruments' pages) and tests/test_page_weights.py (the budget itself, on made-up numbers).
 """
 
 from __future__ import annotations
@@ -99,15 +99,26 @@ def fetched_files(context, base: str, html_dir: Path, page: str) -> tuple[set[Pa
     references to files that do not exist."""
     tab = Tab(context, base, timeout=120_000)
     tab.goto(page)
+    settle(tab)
+    tab.close()
+    return files_of(html_dir, page, tab.requests)
+
+
+def settle(tab: Tab) -> None:
+    """Wait until ``tab`` has fetched all it will: the network quiet, MathJax done, and quiet
+    again (MathJax fetches its fonts once typesetting is done)."""
     tab.page.wait_for_load_state("networkidle")
-    # MathJax fetches its fonts once typesetting is done.
     tab.page.evaluate("() => window.MathJax?.startup?.promise")
     tab.page.wait_for_load_state("networkidle")
-    tab.close()
+
+
+def files_of(html_dir: Path, page: str, requests: list[str]) -> tuple[set[Path], list[str]]:
+    """The local files ``page`` fetched (``requests``, the URLs a tab recorded) or references by
+    a tag, and its references to files that do not exist."""
     parser = Resources()
     parser.feed((html_dir / page).read_text(encoding="utf-8"))
     files, missing = set(), []
-    for url in tab.requests + parser.urls:
+    for url in requests + parser.urls:
         target = local_file(html_dir, page, url)
         if target is None:
             continue
@@ -129,10 +140,15 @@ def measure(context, base: str, html_dir: Path) -> tuple[list[dict], list[str]]:
         files, gone = fetched_files(context, base, html_dir, page)
         per_page[page] = files
         missing += gone
+    return weigh(html_dir, per_page), missing
+
+
+def weigh(html_dir: Path, per_page: dict[str, set[Path]]) -> list[dict]:
+    """One row per page from the files each fetched (see :func:`measure`)."""
     uses = Counter(f for files in per_page.values() for f in files)
-    rows = []
+    found = []
     for page, files in per_page.items():
-        rows.append(
+        found.append(
             {
                 "page": page,
                 "files": len(files),
@@ -142,7 +158,7 @@ def measure(context, base: str, html_dir: Path) -> tuple[list[dict], list[str]]:
                 "fetched": sorted(str(f.relative_to(html_dir.resolve())) for f in files),
             }
         )
-    return rows, missing
+    return found
 
 
 def table(rows: list[dict]) -> str:

@@ -15,6 +15,8 @@ module                   what it does
                          ``python -m attention_book.notebook_converter DIR`` (``make notebooks``)
 ``notebook_downloads``   the site's ``_notebooks/``: the notebooks, the library's wheel, one zip
 ``learner_notebooks``    the build-time hook: the index of numbers, the downloads, the menu entry
+``parallel_execution``   pages executed two at a time into myst-nb's cache before Sphinx reads
+                         them (those whose prose reports timings alone)
 =======================  ========================================================================
 
 Imports run one way (an arrow: "imports"), and only public names cross modules::
