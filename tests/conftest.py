@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def numeric_configurations() -> list[str]:
-    """The two numeric configurations of the portability run: the first two of
+    """The foreign numeric configurations of the page runs: the first three (at least two) of
     ``support.numerics.CONFIGURATIONS`` that change this machine's numerics (a short training
     run's weights differ from the default's and from each other's), measured once for every
     worker (``support.runs.configurations``)."""
@@ -88,17 +88,16 @@ def numeric_configurations() -> list[str]:
 @pytest.fixture(scope="session")
 def learner_run(numeric_configurations):
     """A page's learner notebook (``_build/html/_notebooks/``) as a learner runs it: executed in
-    its own folder, offline, under the portability run's first numeric configuration, not the
-    build's (a learner's machine is not the author's, and the pages' claims must hold there;
-    tests/test_portability.py reads the second). Read from ``support.runs``' store (``make runs``
-    fills it), executed there and then if missing.
+    its own folder, offline. A page that trains a model runs in the build's configuration (its
+    figures must be the book's byte for byte; its seed sweep runs under the foreign ones), any
+    other under the first foreign configuration (a learner's machine is not the author's).
+    Read from ``support.runs``' store (``make runs`` fills it), executed then if missing.
 
     ``learner_run(source)`` takes the page's source under ``notebooks_src/`` and returns the
     executed notebook; its ``metadata["figure_text"]`` maps each PNG's SHA-256 to the dpi it was
     rendered at and the font sizes (points) of the texts drawn into it.
     """
-    config = numeric_configurations[0]
-    return lambda source: runs.get(runs.Run(runs.page_of(source), "learner", config))
+    return lambda source: runs.get(runs.learner(runs.page_of(source), numeric_configurations))
 
 
 @pytest.fixture(autouse=True)

@@ -181,10 +181,9 @@ SIZE_TOLERANCE = 0.05
 def test_a_learner_draws_the_same_figures_as_the_book(source, executed, html_dir):
     """The learner's run draws the book's figures, one for one and of the same size.
 
-    It runs under another numeric configuration (conftest.py's ``learner_run``), so a
-    figure of a trained model may differ in its pixels, and figures are not compared byte for
-    byte here (tests/test_seed_sweep.py checks that a rerun in the build's configuration draws
-    the book's figures byte for byte).
+    A page that does not train runs under another numeric configuration (conftest.py's
+    ``learner_run``), so its figures are not compared byte for byte here; a page that trains runs
+    in the build's, and tests/test_seed_sweep.py checks it draws the book's figures byte for byte.
     """
     book_run = numerics.BUILD_EXECUTED / source.relative_to(ROOT / "notebooks_src").with_suffix(
         ".ipynb"
@@ -426,7 +425,8 @@ def test_the_zip_has_every_notebook_the_quizzes_and_an_installable_wheel(html_di
 
 def test_a_lone_notebook_runs_top_to_bottom_with_its_quiz(numeric_configurations, html_dir):
     """A chapter's .ipynb downloaded on its own, in a folder with nothing beside it."""
-    nb = runs.get(runs.Run(runs.LONE_PAGE, "lone", numeric_configurations[0]))
+    (run,) = [r for r in runs.matrix(numeric_configurations) if r.variant == "lone"]
+    nb = runs.get(run)
     for cell, output in _outputs(nb):
         if output.output_type == "error":
             assert "raises-exception" in cell.metadata.get("tags", []), output.evalue

@@ -1,11 +1,14 @@
 """The seed sweep: each trained chapter's claims hold for other seeds, not just the book's.
 
 Every page that trains a model sets its seed once (``SEED = 0``) and derives every random choice
-from it. Here each such page runs again with seeds 1 to 4 (the build ran 0), as written, in the
-default numeric configuration; every cell must pass, so each page assert is a bound checked
-against five training runs. The spread over seeds is wider than the spread over numeric
-configurations, so it stands in for machines the tests cannot run (Apple Silicon has no MKL).
-Each glued number's range is printed after the run (``support.numerics.summary``).
+from it. Here each such page runs again with seeds 1 to 4 (the build ran 0), as written, each
+under a fixed numeric configuration (``support.runs.sweep_configurations``: three foreign ones
+and the build's); every cell must pass, so each page assert is a bound checked against five
+training runs on four kinds of machine. The spread over seeds is wider than the spread over
+numeric configurations, so it stands in for machines the tests cannot run (Apple Silicon has no
+MKL). Each glued number's range is printed after the run (``support.runs.summary``). The
+learner notebook of each such page runs in the build's configuration with the book's seed, and
+must draw the book's figures byte for byte.
 """
 
 from __future__ import annotations
@@ -45,23 +48,26 @@ def test_every_trained_chapter_sets_its_seed_once():
     [(s, seed) for s in SWEPT for seed in SEEDS],
     ids=[f"{s.stem}-seed{seed}" for s in SWEPT for seed in SEEDS],
 )
-def test_the_page_s_claims_hold_for_another_seed(source, seed):
-    run = runs.Run(runs.page_of(source), "book", "default", seed)
+def test_the_page_s_claims_hold_for_another_seed(source, seed, numeric_configurations):
+    (run,) = [
+        r for r in runs.of_page(runs.page_of(source), numeric_configurations)
+        if r.purpose == "sweep" and r.seed == seed
+    ]  # fmt: skip
     failures = numerics.errors(runs.get(run))
-    assert not failures, (
-        f"{source.name} with SEED = {seed}:\n" + "\n".join(failures) + f"\nrerun: {run.command}"
-    )
+    assert not failures, f"{run.label}:\n" + "\n".join(failures) + f"\nrerun: {run.command}"
 
 
 @pytest.mark.parametrize("source", SWEPT, ids=[s.stem for s in SWEPT])
-def test_the_book_s_seed_draws_the_book_s_figures(source, html_dir):
-    """Seeds are fixed: rerun in the build's configuration, a trained chapter draws the figures
-    of the book's build byte for byte."""
+def test_the_book_s_seed_draws_the_book_s_figures(source, html_dir, numeric_configurations):
+    """Seeds are fixed: rerun in the build's configuration, as the learner's notebook, a trained
+    chapter draws the figures of the book's build byte for byte."""
     book_run = numerics.BUILD_EXECUTED / source.relative_to(ROOT / "notebooks_src")
     book_run = book_run.with_suffix(".ipynb")
     if not book_run.is_file():
         pytest.fail(f"{book_run.relative_to(ROOT)} is missing: `make book` writes it")
-    nb = runs.get(runs.Run(runs.page_of(source), "book", "default", None))
+    run = runs.learner(runs.page_of(source), numeric_configurations)
+    assert run.config == "default" and run.seed is None, run
+    nb = runs.get(run)
     assert not numerics.errors(nb)
     fresh, built = numerics.pngs(nb), numerics.pngs(nbformat.read(book_run, as_version=4))
     assert fresh and len(fresh) == len(built)

@@ -11,13 +11,13 @@ in a variant, under a numeric configuration (``support.numerics.CONFIGURATIONS``
   downloaded one page runs it.
 
 :func:`matrix` declares every run ``make test`` needs (the learners' notebooks, the portability
-run, the seed sweep and the rerun of the book's seed); ``make runs`` executes the ones not yet
-stored with two workers, longest first, and the pages that report timings alone afterwards, so
-their timings are never taken beside another kernel. Each run is stored in ``_build/runs/`` under
-the hash of its inputs (the notebook's text, the configuration's variables, the seed and the
-library's code), so any test that needs a run reads it and none executes a page itself; a run a
-test asks for that was not executed yet (a test run by hand) is executed then, under a lock, so two
-pytest workers never execute the same run twice.
+run, the seed sweep spread over the numeric configurations, the rerun of the book's seed);
+``make runs`` executes the ones not yet stored with two workers, longest first, and the pages
+that report timings alone afterwards, so their timings are never taken beside another kernel.
+Each run is stored in ``_build/runs/`` under the hash of its inputs (the notebook's text, the
+configuration's variables, the seed and the library's code), so any test that needs a run reads
+it and none executes a page itself; a run a test asks for that was not executed yet (a test run
+by hand) is executed then, under a lock, so two pytest workers never execute the same run twice.
 
 From the command line::
 
@@ -57,8 +57,11 @@ STORE = ROOT / "_build" / "runs"
 FORMAT = "1"
 
 VARIANTS = ("book", "learner", "lone")
-# Seeds of the sweep (the book's build runs its own, 0). Their spread was measured when each
-# page's claims were written (see each page's notes): a run can only fail on a real change.
+# How many foreign numeric configurations the runs use (the first that change this machine).
+FOREIGN = 3
+# Seeds of the sweep (the book's build runs its own, 0), each under a fixed configuration
+# (`sweep_configurations`): the same runs every time, so a commit that changes nothing a page
+# computes cannot fail it.
 SWEEP_SEEDS = (1, 2, 3, 4)
 # The page the ``lone`` variant runs: a chapter with a quiz, downloaded on its own.
 LONE_PAGE = "chapters/05_masks"
@@ -149,19 +152,21 @@ def _configurations_path() -> Path:
 
     cpu = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     cpu = "\n".join(line for line in cpu.splitlines() if line.startswith(("model name", "flags")))
-    inputs = [_library_hash(), version("torch"), platform.machine(), cpu, str(os.cpu_count())]
+    inputs = [FORMAT, str(FOREIGN), _library_hash(), version("torch"), platform.machine(), cpu]
+    inputs.append(str(os.cpu_count()))
     key = hashlib.sha256("\n".join(inputs).encode()).hexdigest()[:16]
     return STORE / f"configurations-{key}.json"
 
 
 def configurations() -> dict:
-    """``{"chosen": [two names], "digests": {name: sha256}}``: the first two configurations that
-    change this machine's numerics (``numerics.effective_configurations``), measured once and
-    stored (keyed by the library, torch and the CPU), so every worker and stage uses the same."""
+    """``{"chosen": [names], "digests": {name: sha256}}``: the first :data:`FOREIGN`
+    configurations that change this machine's numerics (``numerics.effective_configurations``;
+    at least two are needed), measured once and stored (keyed by the library, torch and the
+    CPU), so every worker and stage uses the same."""
     path = _configurations_path()
     with _locked("configurations"):
         if not path.is_file():
-            chosen, digests = numerics.effective_configurations(2)
+            chosen, digests = numerics.effective_configurations(FOREIGN)
             path.write_text(json.dumps({"chosen": chosen, "digests": digests}, indent=1))
     return json.loads(path.read_text())
 
@@ -171,23 +176,55 @@ def configurations() -> dict:
 
 
 def matrix(chosen: list[str] | None = None) -> list[Run]:
-    """Every run ``make test`` reads: the learners' notebooks under the first configuration, the
-    portability run (each book page under the second), the seed sweep (each trained page under
-    :data:`SWEEP_SEEDS`, the build's configuration) and the rerun of the book's seed (each trained
-    page as the build ran it, for the byte-for-byte figure test)."""
+    """Every run ``make test`` reads, with ``chosen`` the foreign numeric configurations
+    (:func:`configurations`: A, B and, where this machine has one, C).
+
+    - A page that trains a model (it sets ``SEED = …``): its learner notebook in the build's
+      configuration with the book's seed, which is also the rerun whose figures must be the
+      book's byte for byte; and the seed sweep, seeds 1 to 4 spread over A, B, C and the build's
+      configuration, so every trained page runs under three foreign configurations and four
+      other seeds.
+    - Any other page: its learner notebook under A, and the book page under B (the portability
+      run).
+    - The ``lone`` learner notebook (:data:`LONE_PAGE`) under A.
+    """
     if chosen is None:
         chosen = configurations()["chosen"]
     if len(chosen) < 2:
         raise RuntimeError(f"fewer than two numeric configurations change this machine: {chosen}")
     first, second = chosen[:2]
-    runs = [Run(page_of(s), "learner", first, purpose="learner") for s in sources()]
-    runs.append(Run(LONE_PAGE, "lone", first, purpose="learner"))
-    runs += [Run(page_of(s), "book", second, purpose="portability") for s in sources()]
-    for source in swept():
+    trained = {page_of(s) for s in swept()}
+    runs = []
+    for source in sources():
         page = page_of(source)
-        runs += [Run(page, "book", "default", seed, purpose="sweep") for seed in SWEEP_SEEDS]
-        runs.append(Run(page, "book", "default", None, purpose="rerun"))
+        if page in trained:
+            runs.append(Run(page, "learner", "default", purpose="learner"))
+            runs += [
+                Run(page, "book", config, seed, purpose="sweep")
+                for seed, config in zip(SWEEP_SEEDS, sweep_configurations(chosen), strict=True)
+            ]
+        else:
+            runs.append(Run(page, "learner", first, purpose="learner"))
+            runs.append(Run(page, "book", second, purpose="portability"))
+    runs.append(Run(LONE_PAGE, "lone", first, purpose="learner"))
     return runs
+
+
+def sweep_configurations(chosen: list[str]) -> list[str]:
+    """The configuration of each of :data:`SWEEP_SEEDS`: A, B, C (or A again), then the build's."""
+    third = chosen[2] if len(chosen) > 2 else chosen[0]
+    return [chosen[0], chosen[1], third, "default"]
+
+
+def learner(page: str, chosen: list[str]) -> Run:
+    """The run of ``page``'s learner notebook in :func:`matrix`."""
+    (found,) = [r for r in matrix(chosen) if r.page == page and r.variant == "learner"]
+    return found
+
+
+def of_page(page: str, chosen: list[str]) -> list[Run]:
+    """Every run of ``page`` in :func:`matrix`."""
+    return [r for r in matrix(chosen) if r.page == page]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,7 +356,7 @@ def summary() -> list[tuple[str, list[str]]]:
     glue: dict = {}
     sweep: dict = {}
     for run in matrix(config["chosen"]):
-        if run.variant == "lone" or run.purpose == "rerun":
+        if run.variant == "lone" or run.config == "default" and run.purpose == "learner":
             continue
         try:
             found = record(run)
@@ -328,7 +365,7 @@ def summary() -> list[tuple[str, list[str]]]:
         if not found:
             continue
         if run.purpose == "sweep":
-            sweep.setdefault(run.page, {})[str(run.seed)] = found["glued"]
+            sweep.setdefault(run.page, {})[f"{run.seed} ({run.config})"] = found["glued"]
         else:
             glue.setdefault(run.page, {})[run.config] = found["glued"]
     return numerics.summary(config, glue, sweep)
