@@ -28,7 +28,7 @@ LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not 
 
 # The stage table make test ends with (standard library only: it also times the venv's creation).
 STAGE  = $(PYTHON) tests/support/stages.py
-PYTEST = $(BIN)/python -m pytest -n 2 --dist loadfile
+PYTEST = $(BIN)/python -m pytest -n 2 --dist loadgroup
 
 .PHONY: help venv node book runs test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 
@@ -88,8 +88,9 @@ test-js: $(NODE_STAMP)
 runs: book
 	$(BIN)/python tests/support/runs.py
 
-# Each stage timed (tests/support/stages.py), its tests on both cores (pytest-xdist, a test
-# module per worker so module fixtures such as a browser are shared); the table at the end.
+# Each stage timed (tests/support/stages.py), its tests on both cores (pytest-xdist; a test
+# module's tests on one worker, so module fixtures such as a browser are shared: conftest.py);
+# the table at the end.
 # The book is built with zero warnings, or it fails.
 test:
 	@$(STAGE) reset

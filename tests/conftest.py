@@ -69,6 +69,11 @@ def pytest_collection_modifyitems(items):
         for fixture, marker in IMPLIED_MARKERS.items():
             if fixture in item.fixturenames and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
+        # pytest-xdist (`make test`: --dist loadgroup): a module's tests go to one worker, so
+        # its module fixtures (a browser, a built page's visits) are set up once, unless the
+        # module splits itself into groups (test_browser_pages.py: one per theme).
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @pytest.fixture(scope="session")
@@ -163,6 +168,10 @@ def pytest_terminal_summary(terminalreporter, config):
         {name: len(stats.get(key, [])) for name, key in
          [("passed", "passed"), ("failed", "failed"), ("skipped", "skipped"), ("errors", "error")]}
     )  # fmt: skip
+    reports = [r for found in stats.values() for r in found if hasattr(r, "nodeid")]
+    read = {r.nodeid.split("::")[0] for r in reports}
+    if not read & {"tests/test_portability.py", "tests/test_seed_sweep.py"}:
+        return
     for title, lines in runs.summary():
         terminalreporter.section(title)
         for line in lines:

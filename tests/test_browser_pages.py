@@ -21,7 +21,7 @@ import pytest
 
 from support import page_weights
 from support.accessibility import BLOCKING, run_axe
-from support.browser import CHOOSE_THEME, PHONE, SCREENSHOTS, THEMES, Tab
+from support.browser import CHOOSE_THEME, PHONE, SCREENSHOTS, Tab
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
@@ -100,66 +100,86 @@ def visit(context, base: str, html_dir, axe, path: str, theme: str) -> dict:
     return found
 
 
-@pytest.fixture(scope="module")
-def visits(browser, server, html_dir, axe) -> dict[str, dict[str, dict]]:
-    """theme -> page -> what its one visit recorded."""
+def _visit_all(browser, server, html_dir, axe, theme: str) -> dict[str, dict]:
     pages = page_weights.built_pages(html_dir)
     assert len(pages) >= 20, pages
-    return {
-        theme: {path: visit(browser, server, html_dir, axe, path, theme) for path in pages}
-        for theme in THEMES
-    }
+    return {path: visit(browser, server, html_dir, axe, path, theme) for path in pages}
 
 
-def test_every_page_renders_offline_without_errors(visits):
+# One fixture per theme, and the tests of each theme in an xdist group of their own, so the two
+# themes' visits run on the two workers at once (conftest.py groups any other test by module).
+@pytest.fixture(scope="module")
+def light(browser, server, html_dir, axe) -> dict[str, dict]:
+    """page -> what its one visit in the light theme recorded."""
+    return _visit_all(browser, server, html_dir, axe, "light")
+
+
+@pytest.fixture(scope="module")
+def dark(browser, server, html_dir, axe) -> dict[str, dict]:
+    """page -> what its one visit in the dark theme recorded."""
+    return _visit_all(browser, server, html_dir, axe, "dark")
+
+
+in_light = pytest.mark.xdist_group("browser-pages-light")
+in_dark = pytest.mark.xdist_group("browser-pages-dark")
+
+
+@in_light
+def test_every_page_renders_offline_without_errors(light):
     problems = [
-        f"{path}: {problem}"
-        for path, found in visits["light"].items()
-        for problem in found["problems"]
+        f"{path}: {problem}" for path, found in light.items() for problem in found["problems"]
     ]
     assert not problems, "\n".join(problems)
 
 
-def test_the_dark_theme_raises_no_errors_either(visits):
-    problems = [
-        f"{path}: {problem}"
-        for path, found in visits["dark"].items()
-        for problem in found["problems"]
-    ]
+@in_dark
+def test_the_dark_theme_raises_no_errors_either(dark):
+    problems = [f"{path}: {issue}" for path, found in dark.items() for issue in found["problems"]]
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("theme", THEMES)
-def test_axe_finds_no_serious_violation_on_any_page(visits, theme):
-    problems = [
+def _serious(visits: dict[str, dict], theme: str) -> list[str]:
+    return [
         f"{theme} {path}: {v['impact']} {v['id']} ({v['help']}) at {json.dumps(v['nodes'][:3])}"
-        for path, found in visits[theme].items()
+        for path, found in visits.items()
         for v in found["violations"]
         if v["impact"] in BLOCKING and v["id"] not in NOT_FIXABLE
     ]
+
+
+@in_light
+def test_axe_finds_no_serious_violation_on_any_page_in_the_light_theme(light):
+    problems = _serious(light, "light")
     assert not problems, "\n".join(problems)
 
 
-def test_display_equations_fit_a_phone_column(visits, html_dir):
+@in_dark
+def test_axe_finds_no_serious_violation_on_any_page_in_the_dark_theme(dark):
+    problems = _serious(dark, "dark")
+    assert not problems, "\n".join(problems)
+
+
+@in_light
+def test_display_equations_fit_a_phone_column(light):
     """At 390 px no display equation hides part of itself behind its own sideways scroll.
 
     Long equations are broken into ``aligned`` lines, and on a phone the equation number moves
     under the equation (book/_static/custom.css).
     """
-    with_math = [p for p, found in visits["light"].items() if "cut" in found]
+    with_math = [p for p, found in light.items() if "cut" in found]
     assert len(with_math) >= 8, with_math
-    problems = [f"{path}: {item}" for path in with_math for item in visits["light"][path]["cut"]]
+    problems = [f"{path}: {item}" for path in with_math for item in light[path]["cut"]]
     assert not problems, "\n".join(problems)
 
 
 @pytest.fixture(scope="module")
-def weights(visits, html_dir):
-    light = visits["light"]
+def weights(light, html_dir):
     per_page = {path: found["files"] for path, found in light.items()}
     gone = [item for found in light.values() for item in found["missing"]]
     return page_weights.weigh(html_dir, per_page), gone
 
 
+@in_light
 def test_every_page_is_within_the_weight_budget(weights):
     rows, gone = weights
     assert not gone, gone
@@ -168,6 +188,7 @@ def test_every_page_is_within_the_weight_budget(weights):
     assert not problems, page_weights.table(rows) + "\n" + "\n".join(problems)
 
 
+@in_light
 def test_no_page_loads_the_full_icon_font_or_script(weights):
     rows, _ = weights
     for r in rows:
@@ -178,6 +199,7 @@ def test_no_page_loads_the_full_icon_font_or_script(weights):
         ), r["page"]
 
 
+@in_light
 def test_shared_assets_are_cached_across_pages(weights):
     rows, _ = weights
     # Sanity of the measure itself: a first visit costs more than the next page everywhere.
