@@ -7,7 +7,9 @@ are untouched), this times three builds with the same command ``make book`` runs
 2. no change: the same build again, every page taken from the execution cache;
 3. one page changed: a code cell appended to one page (``--page``), which alone re-executes;
 
-and then prints each page's execution time as recorded by jupyter-cache in the copy's cache.
+and then prints each page's execution time as recorded by jupyter-cache in the copy's cache. The
+cold build executes pages two at a time, as ``make book`` and CI do (so a page's time is taken
+beside another kernel); ``--alone`` executes them one at a time, each page's time on its own.
 Results are written to ``benchmarks/results/book.csv`` and ``book.md``.
 
 Usage: ``python benchmarks/book.py [--page notebooks_src/chapters/02_....md] [--keep]``.
@@ -31,11 +33,13 @@ SOURCES = ["_config.yml", "_toc.yml", "book", "lib", "notebooks_src"]
 CHANGED_CELL = "\n```{code-cell} ipython3\n# bench-book: a changed page re-executes\n1 + 1\n```\n"
 
 
-def build(copy: Path) -> tuple[float, bool]:
+def build(copy: Path, workers: int = 0) -> tuple[float, bool]:
     """Run the book build in ``copy``; return the wall-clock seconds and whether it succeeded."""
     command = [str(Path(sys.executable).parent / "jupyter-book"), "build", ".", "-n", "-W"]
     command.append("--keep-going")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONHASHSEED="0")
+    if workers:
+        env["BOOK_EXECUTION_WORKERS"] = str(workers)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -66,6 +70,7 @@ def main() -> None:
         help="the page to change for the one-page rebuild",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
+    parser.add_argument("--alone", action="store_true", help="execute pages one at a time")
     args = parser.parse_args()
 
     copy = Path(tempfile.mkdtemp(prefix="attention-lab-bench-book-"))
@@ -88,12 +93,13 @@ def main() -> None:
             if prepare is not None:
                 with open(copy / prepare, "a") as page:
                     page.write(CHANGED_CELL)
-            seconds, ok = build(copy)
+            seconds, ok = build(copy, 1 if args.alone else 0)
             timings.append((label, seconds, ok))
             print(f"  {label:<55} {seconds:7.1f} s{'' if ok else '  (build failed)'}")
 
         pages = page_times(copy)
-        print("\nexecution time per page (jupyter-cache records of the copy):")
+        how = "one at a time" if args.alone else "two at a time"
+        print(f"\nexecution time per page, executed {how} (jupyter-cache records of the copy):")
         for page, seconds in sorted(pages.items(), key=lambda item: -item[1]):
             print(f"  {page:<60} {seconds:6.1f} s")
         print(f"  {'total':<60} {sum(pages.values()):6.1f} s")

@@ -219,7 +219,6 @@ def test_markup_in_a_token_is_shown_as_text_and_runs_nothing(browser, server):
         f"<body>{fragment}</body></html>"
     )
     reader.wait_rendered("markup")
-    reader.page.wait_for_timeout(500)
     assert reader.page.evaluate("() => document.querySelectorAll('img').length") == 0
     labels = reader.data(
         "markup", "[...gd.querySelectorAll('.ytick text')].map(t => t.textContent)"
@@ -322,7 +321,10 @@ def test_attention_explorer(browser, server, html_dir):
     assert keyboard_choice(reader, f"{div}-slider-0") == head  # a "restyle" step
     # Hover over a cell: query token, key token and weight.
     reader.page.locator(f"#{div} .nsewdrag").first.hover()
-    reader.page.wait_for_timeout(300)
+    reader.page.wait_for_function(  # the hover label is drawn
+        "(id) => (document.getElementById(id).querySelector('.hoverlayer') || {}).textContent",
+        arg=div,
+    )
     hover = reader.data(div, "(gd.querySelector('.hoverlayer') || {}).textContent || ''")
     assert "query:" in hover and "key:" in hover and "weight:" in hover
     reader.screenshots(div)

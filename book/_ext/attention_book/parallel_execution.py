@@ -4,7 +4,8 @@ myst-nb (``execute_notebooks: cache``) executes each page when Sphinx reads it, 
 Sphinx's own ``-j`` is refused under ``-W`` by an extension the book relies on. So, when the
 builder starts, this extension reads every MyST notebook page as myst-nb reads it, and executes the
 ones whose code is not in the execution cache yet, ``execution_workers`` at a time (default: the
-CPU count, at most 2), longest first; the pages listed in ``execution_run_alone`` (their prose
+CPU count, at most 2; the environment variable ``BOOK_EXECUTION_WORKERS`` overrides both),
+longest first; the pages listed in ``execution_run_alone`` (their prose
 reports timings taken on this CPU) run afterwards, one at a time, so no timing is taken beside
 another kernel. Each result goes into the cache exactly as myst-nb stores it (same notebook hash,
 same record), so myst-nb then reads it from the cache. A page that fails is not cached: myst-nb
@@ -85,7 +86,8 @@ def execute_pages(app) -> None:
             todo.append(str(relative.with_suffix("")))
     if not todo:
         return
-    workers = config.execution_workers or min(os.cpu_count() or 1, 2)
+    override = os.environ.get("BOOK_EXECUTION_WORKERS", "")
+    workers = int(override or 0) or config.execution_workers or min(os.cpu_count() or 1, 2)
     alone = [page for page in todo if page in set(config.execution_run_alone)]
     shared = [page for page in todo if page not in alone]
     # Longest first: by the time the page took when last executed here (kept beside the cache,
