@@ -8,8 +8,8 @@ Standard library only (it times the stage that creates the virtual environment):
 
 A stage that fails prints the table so far and exits with the command's code. Tests add their
 counts through ``record_tests`` (tests/conftest.py, in the pytest process of the stage named by
-``ATTENTION_LAB_STAGE``), and ``tests/support/runs.py`` the seconds of its runs summed by purpose;
-the table closes with the plain line ``tests: N passed, N failed`` over every stage.
+``ATTENTION_LAB_STAGE``); the table closes with the plain line ``tests: N passed, N failed``
+over every stage.
 """
 
 from __future__ import annotations
@@ -39,13 +39,6 @@ def record_tests(counts: dict[str, int]) -> None:
         _append({"stage": stage, "tests": counts})
 
 
-def record_detail(label: str, seconds: float) -> None:
-    """A line under the current stage (e.g. the runs' seconds summed by purpose)."""
-    stage = os.environ.get(ENV)
-    if stage:
-        _append({"stage": stage, "detail": label, "seconds": round(seconds, 1)})
-
-
 def _entries() -> list[dict]:
     if not LOG.is_file():
         return []
@@ -55,12 +48,10 @@ def _entries() -> list[dict]:
 def table() -> str:
     stages: dict[str, dict] = {}
     for entry in _entries():
-        stage = stages.setdefault(entry["stage"], {"seconds": None, "tests": {}, "details": []})
+        stage = stages.setdefault(entry["stage"], {"seconds": None, "tests": {}})
         if "tests" in entry:
             for outcome, count in entry["tests"].items():
                 stage["tests"][outcome] = stage["tests"].get(outcome, 0) + count
-        elif "detail" in entry:
-            stage["details"].append((entry["detail"], entry["seconds"]))
         else:
             stage["seconds"] = entry["seconds"]
             stage["status"] = entry["status"]
@@ -74,8 +65,6 @@ def table() -> str:
         tests = ", ".join(f"{n} {o}" for o, n in stage["tests"].items() if n)
         status = "" if stage.get("status", 0) == 0 else f"  (FAILED, exit {stage['status']})"
         lines.append(f"{name:34} {shown:>7}   {tests}{status}")
-        for detail, took in stage["details"]:
-            lines.append(f"  {detail:32} {took:7.0f}")
         for outcome, count in stage["tests"].items():
             totals[outcome] = totals.get(outcome, 0) + count
     lines.append(f"{'total':34} {total:7.0f}")
