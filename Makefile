@@ -28,7 +28,7 @@ LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not 
 
 # The stage table make test ends with (standard library only: it also times the venv's creation).
 STAGE  = $(PYTHON) tests/support/stages.py
-PYTEST = $(BIN)/python -m pytest -n 2 --dist loadgroup
+PYTEST = $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
 .PHONY: help venv node book runs test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 

@@ -63,6 +63,11 @@ def html_dir() -> Path:
 IMPLIED_MARKERS = {"html_dir": "book", "browser": "browser"}
 
 
+# The test modules whose groups take longest (the browser stage's visit of every page in each
+# theme, minutes each); the rest keep their order.
+LONGEST_FIRST = ("test_browser_pages.py", "test_browser_instruments.py")
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items):
     for item in items:
@@ -74,6 +79,27 @@ def pytest_collection_modifyitems(items):
         # module splits itself into groups (test_browser_pages.py: one per theme).
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    # The scheduler hands out the groups in this order, a whole group to a worker: the longest
+    # first, so no long group starts last and leaves the other worker idle.
+    order = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: order.get(item.path.name, len(order)))
+
+
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under ``--dist loadgroup`` (``make test``) each test's node id ends in ``@<group>``, which
+    the scheduler reads. When it does not (pytest 9.2 with pytest-xdist 3.8 drops it,
+    pytest-dev/pytest-xdist#1386) the groups are ignored without a word and every module
+    fixture is set up on both workers, at twice the cost: stop instead."""
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    ungrouped = [i for i in ids if "@" not in i.rsplit("]", 1)[-1]]
+    if ungrouped:
+        pytest.exit(
+            f"--dist loadgroup did not group {len(ungrouped)} of {len(ids)} tests (first: "
+            f"{ungrouped[0]}): pytest-xdist cannot mark node ids under this pytest "
+            "(requirements.txt pins the two; pytest-dev/pytest-xdist#1386)",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
 
 
 @pytest.fixture(scope="session")
