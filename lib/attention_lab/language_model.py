@@ -157,7 +157,10 @@ class DecoderConfig(ModelConfig):
         return options
 
 
-def _refuse_dynamic_rope(model: DecoderLM, fix: str) -> None:
+def _refuse_dynamic_rope(
+    model: DecoderLM,
+    fix: str = "call the model on the whole sequence instead (generate: use_cache=False)",
+) -> None:
     """Raise if ``model``'s rotary embedding has "dynamic" scaling, which no cache reproduces."""
     rotary = model.layers[0].self_attn.rotary
     if rotary is not None and rotary.dynamic:
@@ -299,7 +302,7 @@ class DecoderLM(nn.Module):
             ValueError: If ``batch_size`` is not positive, or the model's rotary embedding has
                 ``"dynamic"`` scaling (no cache reproduces it).
         """
-        _refuse_dynamic_rope(self, "run the model on the whole sequence (use_cache=False)")
+        _refuse_dynamic_rope(self)
         weight = self.embedding.weight
         return [
             KVCache(
@@ -345,7 +348,7 @@ class DecoderLM(nn.Module):
                 "decode needs a causal model: with causal=False every earlier position would "
                 "also attend to the new ones, which a key/value cache cannot update"
             )
-        _refuse_dynamic_rope(self, "run the model on the whole sequence (use_cache=False)")
+        _refuse_dynamic_rope(self)
         if not isinstance(caches, list) or not all(isinstance(c, KVCache) for c in caches):
             raise TypeError("caches must be the list of KVCache that new_caches returns")
         if len(caches) != len(self.layers):
