@@ -451,3 +451,44 @@ def test_peak_live_memory_of_tiled_attention_is_linear_in_sequence_length(use_ma
         assert 1.9 <= larger / smaller <= 2.1, peaks_tiled
     for smaller, larger in itertools.pairwise(peaks_full):
         assert larger / smaller >= 3.8, peaks_full
+
+
+# decode_step with a scaled rotary embedding: the cache holds rotated keys, so it reproduces the
+# full pass only when the frequencies do not depend on the length.
+
+FIXED_SCALINGS = {
+    "none": None,
+    "linear": {"rope_type": "linear", "factor": 2.0},
+    "yarn": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4},
+    "llama3": {
+        "rope_type": "llama3",
+        "factor": 2.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 4,
+    },
+}
+DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4}
+
+
+@pytest.mark.parametrize("scaling", FIXED_SCALINGS.values(), ids=FIXED_SCALINGS.keys())
+@pytest.mark.parametrize("rope", ["half", "interleaved"])
+def test_decode_step_with_a_fixed_rope_scaling_matches_the_full_causal_pass(scaling, rope):
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(16, 2, rope=rope, rope_scaling=scaling).eval()
+    (x,) = random_inputs([[2, 32, 16]], seed=4)  # 32 positions, 8 times the training length
+    with torch.no_grad():
+        expected, expected_weights = attention(x, mask=causal_mask(32))
+        output, weights, _ = decode_in_pieces(attention, x, [5] + [1] * 27)
+    torch.testing.assert_close(output, expected, rtol=0, atol=1e-6)
+    torch.testing.assert_close(weights[-1], expected_weights[:, :, -1:], rtol=0, atol=1e-6)
+
+
+def test_decode_step_refuses_dynamic_rope_scaling():
+    # Dynamic scaling rotates by frequencies of the current length: the keys cached at earlier
+    # steps were rotated under shorter lengths, and the cached pass drifted from the full one.
+    attention = MultiHeadAttention(16, 2, rope="half", rope_scaling=DYNAMIC).eval()
+    cache = KVCache(batch_size=1, num_heads=2, head_dim=8, max_len=8)
+    with pytest.raises(ValueError, match=r"rope_scaling.*'dynamic'.*re-rotating.*causal_mask"):
+        decode_step(attention, torch.zeros(1, 1, 16), cache)
+    assert len(cache) == 0  # refused before anything was stored

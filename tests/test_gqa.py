@@ -11,9 +11,11 @@ from transformers.cache_utils import DynamicCache
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3RotaryEmbedding
 
+from attention_lab import positional
 from attention_lab.attention import MultiHeadAttention
 from attention_lab.efficient import KVCache, decode_step
 from attention_lab.masks import causal_mask, padding_mask
+from attention_lab.positional import RotaryEmbedding, rotary_embedding
 from support.tensors import random_inputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -288,3 +290,70 @@ def test_decode_step_rejects_a_cache_of_num_heads_for_a_gqa_layer():
     cache = KVCache(1, 4, 6, 4)  # H heads: the wrong width for Hkv = 2
     with pytest.raises(ValueError, match=r"cache holds \[B, Hkv, Dh\]"):
         decode_step(attention, torch.zeros(1, 1, 24), cache)
+
+
+# The rotary embedding is a submodule built once: the same rotation as the function, the
+# frequencies computed at construction (per call only for "dynamic"), nothing in the state dict.
+
+SCALED = {
+    "none": None,
+    "linear": {"rope_type": "linear", "factor": 2.0},
+    "dynamic": {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4},
+    "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4},
+    "llama3": {
+        "rope_type": "llama3",
+        "factor": 4.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 4,
+    },
+}
+
+
+@pytest.mark.parametrize("scaling", SCALED.values(), ids=SCALED.keys())
+@pytest.mark.parametrize("rope", ["half", "interleaved"])
+def test_project_rotates_exactly_as_rotary_embedding(scaling, rope):
+    attention = make_gqa(4, 2, rope=rope, rope_scaling=scaling, rope_base=500.0, qk_norm=True)
+    (x,) = random_inputs([(2, 9, 24)])
+    positions = torch.tensor([0, 3, 4, 7, 8, 11, 12, 15, 20])
+    with torch.no_grad():
+        q, k, _ = attention.project(x, positions=positions)
+        plain = make_gqa(4, 2, qk_norm=True)  # the same weights (seed 0), no rotation
+        q0, k0, _ = plain.project(x)
+    options = {"base": 500.0, "layout": rope, "scaling": scaling}
+    assert torch.equal(q, rotary_embedding(q0, positions, **options))
+    assert torch.equal(k, rotary_embedding(k0, positions, **options))
+
+
+@pytest.mark.parametrize("scaling", SCALED.values(), ids=SCALED.keys())
+def test_frequencies_are_computed_once_unless_they_depend_on_the_length(scaling, monkeypatch):
+    attention = make_gqa(4, 2, rope="half", rope_scaling=scaling)
+    assert isinstance(attention.rotary, RotaryEmbedding)
+    calls = []
+    original = positional.rope_frequencies
+    monkeypatch.setattr(
+        positional, "rope_frequencies", lambda *a, **k: calls.append(k) or original(*a, **k)
+    )
+    (x,) = random_inputs([(1, 6, 24)])
+    with torch.no_grad():
+        attention(x, mask=causal_mask(6))
+        attention(x[:, :3], mask=causal_mask(3))
+    dynamic = scaling is not None and scaling["rope_type"] == "dynamic"
+    # Dynamic: once for the queries and once for the keys of each call, at its length.
+    assert [call.get("seq_len") for call in calls] == ([6, 6, 3, 3] if dynamic else [])
+
+
+@pytest.mark.parametrize("scaling", SCALED.values(), ids=SCALED.keys())
+def test_rope_adds_nothing_to_the_state_dict(scaling):
+    rotated = make_gqa(4, 2, rope="half", rope_scaling=scaling, qk_norm=True)
+    plain = make_gqa(4, 2, qk_norm=True)
+    assert list(rotated.state_dict()) == list(plain.state_dict())
+    assert list(rotated.buffers()) == []
+    plain.load_state_dict(rotated.state_dict())  # strict, both ways
+    rotated.load_state_dict(plain.state_dict())
+
+
+def test_repr_shows_the_rotary_embedding():
+    text = repr(make_gqa(4, 2, rope="half", rope_scaling=SCALED["linear"]))
+    assert "(rotary): RotaryEmbedding(head_dim=6, base=10000.0, layout='half', scaling=" in text
+    assert "rotary" not in repr(make_gqa(4, 2))

@@ -583,3 +583,64 @@ def test_language_errors():
         BracketLanguage().text(torch.tensor([[1, 2]]))
     with pytest.raises(ValueError, match="at least 2 tokens"):
         next_token_data(torch.tensor([[1]]))
+
+
+# Cached decoding with a scaled rotary embedding (fixed frequencies: the full logits; dynamic:
+# refused, since every cached key would need rotating again as the length grows).
+
+FIXED_ROPE_SCALINGS = {
+    "linear": {"rope_type": "linear", "factor": 2.0},
+    "yarn": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4},
+    "llama3": {
+        "rope_type": "llama3",
+        "factor": 2.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 4,
+    },
+}
+DYNAMIC_ROPE = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4}
+
+
+@pytest.mark.parametrize(
+    "scaling", [None, *FIXED_ROPE_SCALINGS.values()], ids=["none", *FIXED_ROPE_SCALINGS]
+)
+def test_decode_with_a_fixed_rope_scaling_gives_the_full_logits(scaling):
+    config = dataclass_replace(CONFIG, positions="rope", rope_scaling=scaling)
+    model = make_model(config, seed=9, dtype=torch.float32)
+    token_ids = random_ids(2, CONFIG.max_len, seed=10)
+    caches = model.new_caches(2)
+    with torch.no_grad():
+        full, _ = model(token_ids)
+        pieces = [model.decode(token_ids[:, :3], caches)[0]]
+        pieces += [model.decode(token_ids[:, t : t + 1], caches)[0] for t in range(3, 12)]
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, rtol=0, atol=1e-5)
+
+
+def test_cached_decoding_refuses_dynamic_rope_scaling():
+    model = make_model(dataclass_replace(CONFIG, positions="rope", rope_scaling=DYNAMIC_ROPE))
+    prompt = random_ids(1, 3)
+    with pytest.raises(ValueError, match=r"rope_scaling.*'dynamic'.*re-rotating.*use_cache=False"):
+        model.new_caches(1)
+    caches = make_model().new_caches(1)  # caches of the right sizes, from a model without rope
+    with pytest.raises(ValueError, match=r"rope_scaling.*'dynamic'.*re-rotating"):
+        model.decode(prompt, caches)
+    with pytest.raises(ValueError, match=r"rope_scaling.*'dynamic'.*pass use_cache=False"):
+        generate(model, prompt, 4)
+    # Without the cache every step runs the whole sequence, at its own length.
+    uncached = generate(model, prompt, 4, greedy=True, use_cache=False)
+    expected = prompt
+    with torch.no_grad():
+        for _ in range(4):
+            next_id = model(expected)[0][:, -1].argmax(dim=-1, keepdim=True)
+            expected = torch.cat([expected, next_id], dim=1)
+    assert torch.equal(uncached, expected)
+
+
+@pytest.mark.parametrize("scaling", [None, DYNAMIC_ROPE], ids=["none", "dynamic"])
+def test_rope_adds_nothing_to_the_state_dict(scaling):
+    rotated = make_model(dataclass_replace(CONFIG, positions="rope", rope_scaling=scaling))
+    plain = make_model(dataclass_replace(CONFIG, positions="none"))
+    assert list(rotated.state_dict()) == list(plain.state_dict())
+    plain.load_state_dict(rotated.state_dict())  # strict, both ways
+    rotated.load_state_dict(plain.state_dict())

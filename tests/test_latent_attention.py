@@ -12,6 +12,7 @@ from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
 
 from attention_lab.attention import LatentAttention, LatentCache, MultiHeadAttention
 from attention_lab.masks import causal_mask, padding_mask
+from attention_lab.positional import RotaryEmbedding, rotary_embedding
 from support.tensors import random_inputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -153,3 +154,27 @@ def test_latent_attention_with_cache_matches_the_full_causal_pass():
 def test_bad_arguments_raise_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_latent_attention_holds_one_rotary_embedding_and_saves_only_weights():
+    torch.manual_seed(0)
+    attention = LatentAttention(32, 4, rope="half", rope_base=500.0, **SIZES)
+    assert isinstance(attention.rotary, RotaryEmbedding)
+    assert (attention.rotary.head_dim, attention.rotary.base) == (4, 500.0)
+    assert attention.rotary.layout == "half" and attention.rotary.scaling is None
+    assert sorted(attention.state_dict()) == [
+        "kv_a_norm.weight",
+        "kv_a_proj.weight",
+        "kv_b_proj.weight",
+        "out_proj.weight",
+        "q_proj.weight",
+    ]
+    (x,) = random_inputs([(2, 5, 32)])
+    positions = torch.arange(10, 15)
+    with torch.no_grad():
+        _, k_rope = attention.kv_a_proj(x).split([8, 4], dim=-1)  # [B, T, Dr]
+        cache = attention.new_cache(2, 5)
+        attention(x, causal_mask(5), positions=positions, cache=cache)
+    # The cache holds the shared RoPE keys rotated exactly as the function rotates them.
+    expected = rotary_embedding(k_rope, positions, base=500.0, layout="half")
+    assert torch.equal(cache.rope_keys, expected)

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from attention_lab.positional import (
     LearnedPositionalEmbedding,
+    RotaryEmbedding,
     SinusoidalPositionalEncoding,
+    rope_frequencies,
     rotary_embedding,
     sinusoidal_encoding,
 )
@@ -436,5 +438,124 @@ def test_rotary_scores_depend_only_on_the_offset(m, n, shift, half_dim, seed):
     ],
 )
 def test_rotary_bad_inputs_raise_naming_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# --- RotaryEmbedding --------------------------------------------------------------------------
+
+
+def rotary_before_the_module(
+    x, positions=None, *, base=10000.0, layout="interleaved", scaling=None, seq_len=None
+):
+    """rotary_embedding as it was before RotaryEmbedding held the frequencies (its arithmetic,
+    operation for operation), kept here to prove that the module changed no bit of any result."""
+    positions = torch.arange(x.shape[-2]) if positions is None else positions
+    head_dim = x.shape[-1]
+    if scaling is not None and seq_len is None and len(positions):
+        seq_len = int(positions.max()) + 1
+    inv_freq, factor = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
+    angle = positions.cpu().to(torch.float64)[:, None] * inv_freq
+    compute_dtype = torch.promote_types(x.dtype, torch.float32)
+    cos = (factor * torch.cos(angle)).to(device=x.device, dtype=compute_dtype)
+    sin = (factor * torch.sin(angle)).to(device=x.device, dtype=compute_dtype)
+    pair_axis = -1 if layout == "interleaved" else -2
+    split = (head_dim // 2, 2) if layout == "interleaved" else (2, head_dim // 2)
+    first, second = x.to(compute_dtype).unflatten(-1, split).unbind(pair_axis)
+    rotated = torch.stack((first * cos - second * sin, first * sin + second * cos), pair_axis)
+    return rotated.flatten(-2).to(x.dtype)
+
+
+ROTARY_SCALINGS = {
+    "none": None,
+    "linear": {"rope_type": "linear", "factor": 4.0},
+    "dynamic": {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 8},
+    "yarn": {"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 16},
+    "llama3": {
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 16,
+    },
+}
+
+
+@pytest.mark.parametrize("scaling", ROTARY_SCALINGS.values(), ids=ROTARY_SCALINGS.keys())
+@pytest.mark.parametrize("layout", ["interleaved", "half"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_rotary_module_and_function_are_bit_identical_to_the_old_rotation(scaling, layout, dtype):
+    generator = torch.Generator().manual_seed(11)
+    rotary = RotaryEmbedding(16, base=500.0, layout=layout, scaling=scaling)
+    for seq_len in (None, 5, 40):  # seq_len matters for "dynamic" only
+        for length in (1, 7, 40):
+            x = torch.randn(2, 3, length, 16, generator=generator).to(dtype)  # [B, H, T, Dh]
+            positions = torch.randint(0, 3 * length, (length,), generator=generator)
+            for maybe_positions in (None, positions):
+                options = {"base": 500.0, "layout": layout, "scaling": scaling, "seq_len": seq_len}
+                old = rotary_before_the_module(x, maybe_positions, **options)
+                assert torch.equal(rotary(x, maybe_positions, seq_len=seq_len), old)
+                assert torch.equal(rotary_embedding(x, maybe_positions, **options), old)
+
+
+@pytest.mark.parametrize("scaling", ROTARY_SCALINGS.values(), ids=ROTARY_SCALINGS.keys())
+def test_rotary_module_holds_the_frequencies_of_rope_frequencies(scaling):
+    rotary = RotaryEmbedding(16, base=500.0, layout="half", scaling=scaling)
+    # For "dynamic", the frequencies of a length up to the training length: unscaled.
+    expected, factor = rope_frequencies(16, base=500.0, scaling=scaling, seq_len=8)
+    assert torch.equal(rotary.inv_freq, expected) and rotary.attention_factor == factor
+    assert rotary.dynamic == (scaling is not None and scaling["rope_type"] == "dynamic")
+
+
+def test_rotary_module_recomputes_dynamic_frequencies_for_each_length():
+    scaling = ROTARY_SCALINGS["dynamic"]
+    rotary = RotaryEmbedding(16, layout="half", scaling=scaling)
+    x = torch.randn(1, 1, 32, 16, generator=torch.Generator().manual_seed(0))
+    short = rotary(x[..., :8, :])  # within the training length: the held frequencies
+    long = rotary(x)  # 32 > 8 positions: frequencies stretched for 32
+    torch.testing.assert_close(short, rotary_embedding(x[..., :8, :], layout="half"))
+    assert not torch.allclose(long[..., :8, :], short)  # the same positions, rotated less
+    torch.testing.assert_close(
+        rotary(x, seq_len=64), rotary_embedding(x, layout="half", scaling=scaling, seq_len=64)
+    )
+
+
+def test_rotary_module_keeps_its_frequencies_through_to_and_saves_nothing():
+    rotary = RotaryEmbedding(8, scaling=ROTARY_SCALINGS["yarn"])
+    assert rotary.state_dict() == {} and list(rotary.buffers()) == []
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(1)).half()
+    expected = rotary(x)
+    rotary.half()  # a float16 model: the frequencies stay float64 on the CPU
+    assert rotary.inv_freq.dtype == torch.float64 and rotary.inv_freq.device.type == "cpu"
+    assert torch.equal(rotary(x), expected)
+
+
+def test_rotary_module_repr_names_its_arguments():
+    assert repr(RotaryEmbedding(8)) == (
+        "RotaryEmbedding(head_dim=8, base=10000.0, layout='interleaved')"
+    )
+    scaled = RotaryEmbedding(8, layout="half", scaling={"rope_type": "linear", "factor": 2.0})
+    assert "scaling={'rope_type': 'linear', 'factor': 2.0}" in repr(scaled)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: RotaryEmbedding(7), ValueError, "head_dim must be even"),
+        (lambda: RotaryEmbedding(8.0), TypeError, "head_dim"),
+        (lambda: RotaryEmbedding(8, base=1.0), ValueError, "base"),
+        (lambda: RotaryEmbedding(8, layout="neox"), ValueError, "layout must be"),
+        (lambda: RotaryEmbedding(8, scaling={"rope_type": "ntk"}), ValueError, "rope_type"),
+        (lambda: RotaryEmbedding(8, scaling=2.0), TypeError, "scaling"),
+        (lambda: RotaryEmbedding(8)(torch.ones(3, 6)), ValueError, r"head_dim = 8.*\[3, 6\]"),
+        (lambda: RotaryEmbedding(8)(torch.ones(3, 8), torch.arange(4)), ValueError, "positions"),
+        (
+            lambda: RotaryEmbedding(8, scaling=ROTARY_SCALINGS["dynamic"])(torch.ones(0, 8)),
+            ValueError,
+            "seq_len",
+        ),
+    ],
+)
+def test_rotary_module_bad_arguments_raise_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()

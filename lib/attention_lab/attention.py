@@ -6,7 +6,6 @@ query matches each key. :func:`scaled_dot_product_attention` is that computation
 side by side. All three return ``(output, weights)`` so the weights can be inspected and plotted.
 """
 
-import functools
 import math
 
 import torch
@@ -26,9 +25,8 @@ from attention_lab.masks import check_mask
 from attention_lab.positional import (
     ROPE_SCALINGS,
     ROTARY_LAYOUTS,
+    RotaryEmbedding,
     alibi_bias,
-    rope_frequencies,
-    rotary_embedding,
 )
 
 
@@ -320,9 +318,11 @@ class MultiHeadAttention(nn.Module):
 
     ``qk_norm=True`` adds ``q_norm`` and ``k_norm``, each an ``nn.RMSNorm(head_dim)``, applied to
     every head's queries and keys before the rotation (Qwen3). ``rope`` rotates the queries and
-    keys of every head with :func:`~attention_lab.positional.rotary_embedding` in the given
-    layout (``"half"`` is Llama's and Qwen's; ``"interleaved"`` the RoFormer paper's), with the
-    frequencies of ``rope_scaling`` if given (:func:`~attention_lab.positional.rope_frequencies`).
+    keys of every head with ``rotary``, a :class:`~attention_lab.positional.RotaryEmbedding` in
+    the given layout (``"half"`` is Llama's and Qwen's; ``"interleaved"`` the RoFormer paper's),
+    with the frequencies of ``rope_scaling`` if given
+    (:func:`~attention_lab.positional.rope_frequencies`), computed once when the module is built
+    (for ``"dynamic"`` scaling, at each call for its length).
 
     ``alibi=True`` adds ALiBi's linear distance penalty to every head's scores
     (:func:`~attention_lab.positional.alibi_bias`, queries at the last positions as with a
@@ -413,11 +413,14 @@ class MultiHeadAttention(nn.Module):
                 f"rope rotates feature pairs and needs an even head_dim, got {head_dim}"
             )
         check_real_above(rope_base, "rope_base", 1)
-        if rope_scaling is not None:
-            if rope is None:
-                raise ValueError("rope_scaling is given, but rope is None")
-            # Checked now, not at the first call (a dynamic scaling's length is a placeholder).
-            rope_frequencies(head_dim, base=rope_base, scaling=rope_scaling, seq_len=1)
+        if rope_scaling is not None and rope is None:
+            raise ValueError("rope_scaling is given, but rope is None")
+        # Built (and rope_scaling checked) now, not at the first call.
+        rotary = None
+        if rope is not None:
+            rotary = RotaryEmbedding(
+                head_dim, base=float(rope_base), layout=rope, scaling=rope_scaling
+            )
         check_bool(alibi, "alibi")
         check_bool(sinks, "sinks")
         if softcap is not None:
@@ -441,6 +444,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(num_heads * head_dim, d_model, bias=bias)
         self.q_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
         self.k_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
+        self.rotary = rotary
         self.sink_logits = nn.Parameter(torch.zeros(num_heads)) if sinks else None
 
     def forward(
@@ -517,12 +521,9 @@ class MultiHeadAttention(nn.Module):
         v = self._split_heads(self.v_proj(value), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)  # over Dh, per head and position
-        if self.rope is not None:
+        if self.rotary is not None:
             key_positions = positions if self_attention else None  # None: 0 .. Tk - 1
-            rotate = functools.partial(
-                rotary_embedding, base=self.rope_base, layout=self.rope, scaling=self.rope_scaling
-            )
-            q, k = rotate(q, positions), rotate(k, key_positions)
+            q, k = self.rotary(q, positions), self.rotary(k, key_positions)
         return q, k, v
 
     def attend(
@@ -896,7 +897,8 @@ class LatentAttention(nn.Module):
     ``kv_a_norm``), and every head's keys (their ``Dn = qk_nope_head_dim`` position-free part)
     and values (``Dv = v_head_dim``) are rebuilt from it by ``kv_b_proj``. RoPE cannot pass
     through that up-projection, so each key also has a part of width
-    ``Dr = qk_rope_head_dim``, projected by ``kv_a_proj`` too, rotated, and shared by all heads.
+    ``Dr = qk_rope_head_dim``, projected by ``kv_a_proj`` too, rotated (by ``rotary``, a
+    :class:`~attention_lab.positional.RotaryEmbedding`), and shared by all heads.
     Each query has both parts (``Dn + Dr``), projected by ``q_proj`` or, with ``q_lora_rank``,
     through a compressed query (``q_a_proj``, ``q_a_norm``, ``q_b_proj``). A cache
     (:class:`LatentCache`) holds only the latent and the RoPE key: ``R + Dr`` numbers per
@@ -975,6 +977,7 @@ class LatentAttention(nn.Module):
             v_head_dim,
         )
         self.rope, self.rope_base, self.dropout = rope, float(rope_base), float(dropout)
+        self.rotary = RotaryEmbedding(qk_rope_head_dim, base=self.rope_base, layout=rope)
         query_width = num_heads * (qk_nope_head_dim + qk_rope_head_dim)
         if q_lora_rank is None:
             self.q_proj = nn.Linear(d_model, query_width, bias=False)
@@ -1042,9 +1045,8 @@ class LatentAttention(nn.Module):
         q_nope, q_rope = q.split([self.nope_dim, self.rope_dim], dim=-1)
         latent, k_rope = self.kv_a_proj(x).split([self.kv_lora_rank, self.rope_dim], dim=-1)
         latent = self.kv_a_norm(latent)  # [B, T, R]
-        rotate = {"base": self.rope_base, "layout": self.rope}
-        q_rope = rotary_embedding(q_rope, positions, **rotate)  # [B, H, T, Dr]
-        k_rope = rotary_embedding(k_rope, positions, **rotate)  # [B, T, Dr]
+        q_rope = self.rotary(q_rope, positions)  # [B, H, T, Dr]
+        k_rope = self.rotary(k_rope, positions)  # [B, T, Dr]
         if cache is not None:
             latent, k_rope = cache.append(latent, k_rope)  # [B, L, R], [B, L, Dr]
         keys_len = latent.shape[1]

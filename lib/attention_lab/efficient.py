@@ -269,6 +269,14 @@ def _check_decode_inputs(attention: MultiHeadAttention, x: torch.Tensor, cache: 
         raise TypeError(f"attention must be a MultiHeadAttention, got {type(attention).__name__}")
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+    if attention.rotary is not None and attention.rotary.dynamic:
+        raise ValueError(
+            "attention has rope_scaling with rope_type 'dynamic', whose frequencies depend on "
+            "the current length: every cached key would need re-rotating as the length grows, "
+            "so a cache cannot reproduce the full pass. Run attention(x, mask=causal_mask(T)) "
+            "on the whole sequence instead, or use a scaling with fixed frequencies ('linear', "
+            "'yarn', 'llama3')"
+        )
     check_sequence(x, "x", attention.d_model)
     batch = x.shape[0]
     expected = (batch, attention.num_kv_heads, attention.head_dim)
@@ -307,8 +315,9 @@ def decode_step(
     Raises:
         TypeError: If ``attention`` is not a ``MultiHeadAttention``, ``cache`` not a
             ``KVCache``, or ``x`` not a floating tensor.
-        ValueError: If ``x`` is not ``[B, Tn, D]``, the cache's sizes do not match, or the
-            cache is full.
+        ValueError: If ``x`` is not ``[B, Tn, D]``, the cache's sizes do not match, the
+            cache is full, or ``attention`` has ``"dynamic"`` RoPE scaling (its frequencies
+            change with the length, so cached keys would need rotating again at every step).
 
     Example:
         >>> attention = MultiHeadAttention(d_model=8, num_heads=2).eval()

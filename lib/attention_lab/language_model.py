@@ -82,7 +82,9 @@ class DecoderConfig(ModelConfig):
             (NoPE).
         rope_base: The rotary embedding's ``base``, a real number above 1 (``"rope"`` only).
         rope_scaling: ``None``, or a RoPE scaling dictionary in ``transformers``' form
-            (:func:`~attention_lab.positional.rope_frequencies`; ``"rope"`` only).
+            (:func:`~attention_lab.positional.rope_frequencies`; ``"rope"`` only). A model
+            with ``"dynamic"`` scaling has no key/value cache: its frequencies change with
+            the length.
         qk_norm: Whether every head's queries and keys are RMS-normalised (Qwen3, OLMo 2).
         sinks: Whether every head has a learned sink logit (GPT-OSS).
         softcap: ``None``, or the cap of the scaled attention scores (Gemma 2), above 0.
@@ -153,6 +155,20 @@ class DecoderConfig(ModelConfig):
         elif self.positions == "alibi":
             options["alibi"] = True
         return options
+
+
+def _refuse_dynamic_rope(
+    model: DecoderLM,
+    fix: str = "call the model on the whole sequence instead (generate: use_cache=False)",
+) -> None:
+    """Raise if ``model``'s rotary embedding has "dynamic" scaling, which no cache reproduces."""
+    rotary = model.layers[0].self_attn.rotary
+    if rotary is not None and rotary.dynamic:
+        raise ValueError(
+            "config.rope_scaling has rope_type 'dynamic', whose frequencies depend on the "
+            "current length: every cached key would need re-rotating as the length grows, so "
+            f"a key/value cache cannot reproduce the model's logits; {fix}"
+        )
 
 
 def _run_layer_cached(
@@ -283,8 +299,10 @@ class DecoderLM(nn.Module):
 
         Raises:
             TypeError: If ``batch_size`` is not an int.
-            ValueError: If ``batch_size`` is not positive.
+            ValueError: If ``batch_size`` is not positive, or the model's rotary embedding has
+                ``"dynamic"`` scaling (no cache reproduces it).
         """
+        _refuse_dynamic_rope(self)
         weight = self.embedding.weight
         return [
             KVCache(
@@ -321,14 +339,16 @@ class DecoderLM(nn.Module):
             TypeError: If ``token_ids`` is not an integer tensor or ``caches`` not a list of
                 ``KVCache``.
             ValueError: If the model is not causal (a cache reproduces only causal
-                attention), the caches do not fit the model, or the positions would exceed
-                ``max_len``.
+                attention) or its rotary embedding has ``"dynamic"`` scaling (its frequencies
+                change with the length), the caches do not fit the model, or the positions
+                would exceed ``max_len``.
         """
         if not self.config.causal:
             raise ValueError(
                 "decode needs a causal model: with causal=False every earlier position would "
                 "also attend to the new ones, which a key/value cache cannot update"
             )
+        _refuse_dynamic_rope(self)
         if not isinstance(caches, list) or not all(isinstance(c, KVCache) for c in caches):
             raise TypeError("caches must be the list of KVCache that new_caches returns")
         if len(caches) != len(self.layers):
@@ -383,7 +403,8 @@ def generate(
     Raises:
         TypeError: If an argument has the wrong type.
         ValueError: If an argument is out of range, the sequence would exceed ``max_len``, or
-            ``use_cache`` is asked of a model with ``causal=False``.
+            ``use_cache`` is asked of a model with ``causal=False`` or with ``"dynamic"`` RoPE
+            scaling.
 
     Example:
         >>> torch.manual_seed(0) and None
@@ -409,6 +430,8 @@ def generate(
         )
     if use_cache and not model.config.causal:
         raise ValueError("use_cache=True needs a causal model; pass use_cache=False")
+    if use_cache:
+        _refuse_dynamic_rope(model, "pass use_cache=False")
 
     generator = torch.Generator(device=prompt_ids.device).manual_seed(seed)
     ids = prompt_ids.long()  # [B, P]

@@ -4,7 +4,8 @@ Attention by itself ignores order: permuting the tokens just permutes its output
 different vector to each position's embedding gives the model the order back, either a fixed
 one (:func:`sinusoidal_encoding`, :class:`SinusoidalPositionalEncoding`) or a learned one
 (:class:`LearnedPositionalEmbedding`). :func:`rotary_embedding` instead rotates the queries and
-keys of each head, so that attention scores depend on relative positions.
+keys of each head, so that attention scores depend on relative positions;
+:class:`RotaryEmbedding` is the same rotation as a module that computes its frequencies once.
 
 Two questions decide what happens past the length a model was trained on.
 :func:`rope_frequencies` gives RoPE's rotation speeds, optionally rescaled the ways today's
@@ -186,11 +187,8 @@ class LearnedPositionalEmbedding(nn.Module):
         return f"max_len={self.max_len}, d_model={self.d_model}"
 
 
-def _check_rotary_inputs(
-    x: torch.Tensor, positions: torch.Tensor | None, base: float
-) -> torch.Tensor:
-    """Validate the arguments of :func:`rotary_embedding`; return the positions ``[T]``."""
-    check_real_above(base, "base", 1)
+def _check_rotary_inputs(x: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+    """Validate the tensors given to :func:`rotary_embedding`; return the positions ``[T]``."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -496,6 +494,9 @@ def rotary_embedding(
     result is multiplied by its attention factor (YaRN's), as ``transformers`` multiplies its
     cosines and sines.
 
+    This function builds a :class:`RotaryEmbedding` for ``x``'s width and applies it once; a
+    layer that rotates at every call holds the module, whose frequencies are computed once.
+
     Args:
         x: Shape ``[..., T, Dh]`` with an even ``Dh``, a floating dtype: queries or keys.
         positions: Shape ``[T]``, an integer dtype: the position of each of the ``T`` vectors
@@ -522,24 +523,129 @@ def rotary_embedding(
         >>> rotary_embedding(q).shape
         torch.Size([2, 4, 5, 8])
     """
+    _check_layout(layout)
+    check_real_above(base, "base", 1)
+    positions = _check_rotary_inputs(x, positions)  # [T]
+    rotary = RotaryEmbedding(x.shape[-1], base=base, layout=layout, scaling=scaling)
+    return rotary(x, positions, seq_len=seq_len)  # [..., T, Dh]
+
+
+def _check_layout(layout: str) -> None:
     if layout not in ROTARY_LAYOUTS:
         raise ValueError(f"layout must be 'interleaved' or 'half', got {layout!r}")
-    positions = _check_rotary_inputs(x, positions, base)  # [T]
-    head_dim = x.shape[-1]
-    # The angles are computed in float64 on the CPU: in float32, pos * frequency is off by
-    # about 1e-3 rad at position 10_000, and some accelerators have no float64.
-    if scaling is not None and seq_len is None and len(positions):
-        seq_len = int(positions.max()) + 1
-    inv_freq, factor = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=seq_len)
-    angle = positions.cpu().to(torch.float64)[:, None] * inv_freq  # [T, Dh / 2]
-    # Half-precision inputs are rotated in float32 and rounded once at the end.
-    compute_dtype = torch.promote_types(x.dtype, torch.float32)
-    cos = (factor * torch.cos(angle)).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
-    sin = (factor * torch.sin(angle)).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
-    # Pair axis last for "interleaved" (features 2i, 2i + 1), first for "half" (i, i + Dh / 2).
-    pair_axis = -1 if layout == "interleaved" else -2
-    split = (head_dim // 2, 2) if layout == "interleaved" else (2, head_dim // 2)
-    pairs = x.to(compute_dtype).unflatten(-1, split)  # [..., T, Dh/2, 2] or [..., T, 2, Dh/2]
-    first, second = pairs.unbind(pair_axis)  # [..., T, Dh / 2] each
-    rotated = torch.stack((first * cos - second * sin, first * sin + second * cos), pair_axis)
-    return rotated.flatten(-2).to(x.dtype)  # [..., T, Dh]
+
+
+class RotaryEmbedding(nn.Module):
+    """The rotary position embedding of one head width, with its frequencies computed once.
+
+    The module form of :func:`rotary_embedding`, as today's models hold it: an attention layer
+    builds one and rotates its queries and keys with it at every call, so the inverse
+    frequencies of :func:`rope_frequencies` (and YaRN's attention factor) are computed when it
+    is built, not at every rotation. ``"dynamic"`` scaling is the exception: its frequencies
+    depend on the current length, so each call computes those of its own length.
+
+    The frequencies are held as plain tensor attributes, not buffers: they are not saved in
+    a state dict (they are a fixed function of the arguments), and ``.to()`` or ``.half()``
+    neither moves nor rounds them. The angles are computed from them in ``float64`` on the CPU,
+    then the cosines and sines are moved to the device and dtype of the input.
+
+    Args:
+        head_dim: The rotated width ``Dh``, a positive even int.
+        base: Sets the longest wavelength, ``2 * pi * base``; a real number greater than 1.
+        layout: ``"interleaved"`` or ``"half"``: which features are rotated together (see
+            :func:`rotary_embedding`).
+        scaling: ``None`` or a RoPE scaling dictionary (see :func:`rope_frequencies`).
+
+    Attributes:
+        inv_freq: Shape ``[Dh / 2]``, ``torch.float64``, on the CPU: the inverse frequencies
+            (for ``"dynamic"`` scaling those of lengths up to the training length, which it
+            leaves unscaled).
+        attention_factor: The float multiplying the cosines and sines (1.0 except for YaRN).
+        dynamic: Whether the frequencies depend on the length (``"dynamic"`` scaling).
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If ``head_dim`` is odd or not positive, ``base <= 1``, ``layout`` is not
+            one of the two, or ``scaling`` is not valid (see :func:`rope_frequencies`).
+
+    Example:
+        >>> rotary = RotaryEmbedding(8, layout="half")
+        >>> q = torch.randn(2, 4, 5, 8)  # [B, H, T, Dh]
+        >>> torch.equal(rotary(q), rotary_embedding(q, layout="half"))
+        True
+    """
+
+    def __init__(
+        self,
+        head_dim: int,
+        *,
+        base: float = 10000.0,
+        layout: str = "interleaved",
+        scaling: dict | None = None,
+    ) -> None:
+        super().__init__()
+        _check_layout(layout)
+        # A placeholder length for "dynamic": up to the training length it changes nothing.
+        inv_freq, factor = rope_frequencies(head_dim, base=base, scaling=scaling, seq_len=1)
+        scaling = None if scaling is None else dict(scaling)  # a copy, safe from later edits
+        self.head_dim, self.base, self.layout, self.scaling = head_dim, base, layout, scaling
+        self.inv_freq, self.attention_factor = inv_freq, factor
+        self.dynamic = scaling is not None and _check_scaling(scaling, 1)[0] == "dynamic"
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        *,
+        seq_len: int | None = None,
+    ) -> torch.Tensor:
+        """Rotate each feature pair of ``x`` by its position's angles, as :func:`rotary_embedding`.
+
+        Args:
+            x: Shape ``[..., T, Dh]``, a floating dtype: queries or keys.
+            positions: Shape ``[T]``, an integer dtype: the position of each of the ``T``
+                vectors. Defaults to ``0 .. T - 1``.
+            seq_len: The current length for ``"dynamic"`` scaling; the largest position + 1
+                when ``None``.
+
+        Returns:
+            Shape ``[..., T, Dh]``, same dtype and device as ``x``; exactly what
+            :func:`rotary_embedding` returns for the module's arguments.
+
+        Raises:
+            TypeError: If ``x`` is not a floating tensor or ``positions`` not an integer tensor.
+            ValueError: If ``x``'s last dimension is not ``head_dim``, ``positions`` is not of
+                shape ``[T]``, or ``"dynamic"`` scaling has neither ``seq_len`` nor a position.
+        """
+        positions = _check_rotary_inputs(x, positions)  # [T]
+        head_dim = x.shape[-1]
+        if head_dim != self.head_dim:
+            raise ValueError(
+                f"x must have shape [..., T, Dh] with Dh = head_dim = {self.head_dim}, "
+                f"got {list(x.shape)}"
+            )
+        if self.scaling is not None and seq_len is None and len(positions):
+            seq_len = int(positions.max()) + 1
+        inv_freq, factor = self.inv_freq, self.attention_factor
+        if self.dynamic:
+            inv_freq, factor = rope_frequencies(
+                head_dim, base=self.base, scaling=self.scaling, seq_len=seq_len
+            )
+        # The angles are computed in float64 on the CPU: in float32, pos * frequency is off by
+        # about 1e-3 rad at position 10_000, and some accelerators have no float64.
+        angle = positions.cpu().to(torch.float64)[:, None] * inv_freq  # [T, Dh / 2]
+        # Half-precision inputs are rotated in float32 and rounded once at the end.
+        compute_dtype = torch.promote_types(x.dtype, torch.float32)
+        cos = (factor * torch.cos(angle)).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
+        sin = (factor * torch.sin(angle)).to(device=x.device, dtype=compute_dtype)  # [T, Dh / 2]
+        # Pair axis last for "interleaved" (features 2i, 2i + 1), first for "half" (i, i + Dh / 2).
+        pair_axis = -1 if self.layout == "interleaved" else -2
+        split = (head_dim // 2, 2) if self.layout == "interleaved" else (2, head_dim // 2)
+        pairs = x.to(compute_dtype).unflatten(-1, split)  # [..., T, Dh/2, 2] or [..., T, 2, Dh/2]
+        first, second = pairs.unbind(pair_axis)  # [..., T, Dh / 2] each
+        rotated = torch.stack((first * cos - second * sin, first * sin + second * cos), pair_axis)
+        return rotated.flatten(-2).to(x.dtype)  # [..., T, Dh]
+
+    def extra_repr(self) -> str:
+        scaling = "" if self.scaling is None else f", scaling={self.scaling}"
+        return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}{scaling}"
