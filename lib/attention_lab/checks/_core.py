@@ -234,8 +234,8 @@ def _sources_of(size: int, arguments: list[tuple[str, Any]]) -> list[str]:
 _SHAPE_ERRORS = (
     (
         re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"),
-        "it combines, elementwise (+, -, *, /, masked_fill, torch.maximum...), two tensors "
-        "whose sizes along one axis are {0} and {1}, and only equal sizes or 1 broadcast",
+        "it combines elementwise two tensors whose sizes along one axis are {0} and {1} "
+        "(only equal sizes or 1 broadcast)",
     ),
     (
         re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)"),
@@ -267,7 +267,9 @@ def read_crash(fn: Callable, case: Case, error: Exception) -> str | None:
         return None
     arguments = _arguments(inspect.unwrap(fn), case)
     line = (frame.line or "").strip()
-    parts = [f"your line `{line}` (in {frame.name})" if line else f"your function {frame.name}"]
+    if len(line) > 60:
+        line = line[:57] + "..."
+    parts = [f'your line "{line}" (in {frame.name})' if line else f"your function {frame.name}"]
     for pattern, meaning in _SHAPE_ERRORS:
         found = pattern.search(str(error))
         if not found:
