@@ -41,6 +41,8 @@ def search(
     dim=-1,
     transpose=False,
     rank="topk",
+    keepdim=True,
+    similarity="all_pairs",
 ):
     def mean_pool(hidden, mask):
         if pool == "all":
@@ -57,7 +59,7 @@ def search(
             mask = 1 - mask.long()
         weights = mask.unsqueeze(-1) if unsqueeze else mask
         weights = weights.to(hidden.dtype)
-        count = weights.sum(dim=1)
+        count = weights.sum(dim=1) if keepdim else weights.sum(dim=1).squeeze(-1)
         if clamp:
             count = count.clamp(min=1e-9)
         return (hidden * weights).sum(dim=1) / count
@@ -71,6 +73,12 @@ def search(
     if normalise in ("both", "documents"):
         documents = F.normalize(documents, dim=dim)
     scores = documents @ queries.T if transpose else queries @ documents.T
+    if similarity == "row_by_row":
+        scores = (queries * documents).sum(dim=-1)
+    if rank == "skip_best":
+        return scores, scores.argsort(dim=-1, descending=True)[:, 1 : k + 1]
+    if rank == "one_more":
+        return scores, scores.topk(min(k + 1, scores.shape[-1]), dim=-1).indices
     if rank == "argsort":
         return scores, scores.argsort(dim=-1)[:, :k]
     if rank == "argsort_last":
@@ -168,6 +176,10 @@ WRONG = [
     (check, with_(search, pool="inverted"), "pool_mask_inverted"),
     (check, with_(search, rank="values"), "top_values_not_indices"),
     (check, with_(search, rank="argsort_last"), "top_not_best_first"),
+    (check, with_(search, rank="skip_best"), "top_skips_best"),
+    (check, with_(search, rank="one_more"), "top_wrong_count"),
+    (check, with_(search, keepdim=False), "count_without_keepdim"),
+    (check, with_(search, similarity="row_by_row"), "scores_row_by_row"),
 ]
 
 

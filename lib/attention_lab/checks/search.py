@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
@@ -100,6 +101,25 @@ MISTAKES = register_mistakes(
             "the k best documents are there but not best first: topk sorts from the largest "
             "down (or sort with descending=True); argsort(...)[:, -k:] puts the best last"
         ),
+        "top_skips_best": (
+            "the ranking skips the best document: after sorting best first, keep the first k "
+            "columns, [:, :k] (or scores.topk(k, dim=-1)), not [:, 1:k + 1]; no document is the "
+            "query itself here"
+        ),
+        "top_wrong_count": (
+            "off by one in how many documents are kept: each query keeps exactly k, "
+            "scores.topk(k, dim=-1) or argsort(...)[:, :k]"
+        ),
+        "count_without_keepdim": (
+            "the number of real tokens is [B], summed without keepdim: it then divides along "
+            "the features; count with mask.sum(dim=1, keepdim=True), [B, 1], so that it divides "
+            "each sequence's vector"
+        ),
+        "scores_row_by_row": (
+            "each query compared only with the document in the same row (an elementwise "
+            "product, or cosine_similarity of the two [Q, D] and [N, D] tensors): compare every "
+            "query with every document, queries @ documents.T, [Q, N]"
+        ),
         "ranked_ascending": (
             "the ranking is upside down: you took the k smallest scores; the best matches have "
             "the largest cosine, scores.topk(k, dim=-1) (largest=True, the default)"
@@ -158,6 +178,8 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
     scores = queries @ documents.T  # [Q, N]
     ranked = scores.topk(k, dim=-1, largest=mistake != "ranked_ascending")  # [Q, k]
     top = ranked.values if mistake == "top_values_not_indices" else ranked.indices
+    if mistake == "top_skips_best":
+        top = scores.topk(min(k + 1, scores.shape[-1]), dim=-1).indices[:, 1 : k + 1]
     if mistake == "top_not_best_first":
         top = top.flip(-1)
     return scores.to(query_hidden.dtype), top
@@ -182,7 +204,33 @@ _SEARCH_MISTAKES = (
     "ranked_ascending",
     "top_values_not_indices",
     "top_not_best_first",
+    "top_skips_best",
 )
+
+
+_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def _search_error(error: Exception, case: Case) -> str | None:
+    """The mistake a crash of the pooling or the scores points to, by the two sizes PyTorch
+    could not broadcast: a token count against the width or the batch (the mask without its
+    trailing axis), the width against the batch (a count without keepdim), the queries against
+    the documents (one score per row)."""
+    text = str(error)
+    # topk(k) along an axis shorter than k: every case has k <= N, but not always k <= Q.
+    if "selected index k out of range" in text:
+        return "search_scores_transposed"
+    found = _MISMATCH.search(text)
+    if not found:
+        return None
+    sizes = {int(size) for size in found.groups()}
+    query_hidden, _, doc_hidden, _, _ = case.args
+    (q, t_q, width), (n, t_n, _) = query_hidden.shape, doc_hidden.shape
+    if sizes in ({t_q, width}, {t_n, width}, {q, t_q}, {n, t_n}):
+        return "pool_mask_not_unsqueezed"
+    if sizes in ({width, q}, {width, n}):
+        return "count_without_keepdim"
+    return "scores_row_by_row" if sizes == {q, n} else None
 
 
 def _search_cases() -> list[Case]:
@@ -245,7 +293,9 @@ def check_pooling_and_search(fn: Callable) -> None:
     ``max_pooled``, ``empty_sequence_nan``, ``cosine_not_normalised``,
     ``normalised_wrong_axis``, ``normalised_wrong_norm``, ``pooled_last_token``,
     ``normalised_one_side``, ``search_scores_transposed``,
-    ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``, ``not_a_pair``,
+    ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``,
+    ``top_skips_best``, ``top_wrong_count``, ``count_without_keepdim``, ``scores_row_by_row``,
+    ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says whether the
     scores or only the ranking are wrong, and which queries and documents (padded or not).
 
@@ -261,23 +311,22 @@ def check_pooling_and_search(fn: Callable) -> None:
     cases = _search_cases()
     fn_name = name_of(fn)
 
-    def error_hint(error: Exception) -> str | None:
-        if "must match the size of tensor" in str(error):
-            return "pool_mask_not_unsqueezed"
-        # topk(k) along an axis shorter than k: every case has k <= N, but not always k <= Q.
-        return "search_scores_transposed" if "selected index k out of range" in str(error) else None
-
     for case in cases:
         query_hidden, query_mask, doc_hidden, doc_mask, k = case.args
         num_queries, num_docs = query_hidden.shape[0], doc_hidden.shape[0]
         expected_scores, expected_top = _search_reference(*case.args)
-        result = run(fn, case, error_hint)
+        result = run(fn, case, lambda error, case=case: _search_error(error, case))
         two_tensors(fn_name, case, result)
         scores, top = result
 
-        def shape_mistake(name, shapes, q=num_queries, n=num_docs):
-            transposed = name == "scores" and shapes[0] == (n, q) and n != q
-            return "search_scores_transposed" if transposed else None
+        def shape_mistake(name, shapes, q=num_queries, n=num_docs, k=k):
+            if name == "scores" and shapes[0] == (n, q) and n != q:
+                return "search_scores_transposed"
+            if name == "scores" and shapes[0] == (min(q, n),) and q == n:
+                return "scores_row_by_row"
+            if name == "top indices" and shapes[1] in ((q, k - 1), (q, k + 1)):
+                return "top_wrong_count"
+            return None
 
         def nonfinite(name, bad, doc_mask=doc_mask):
             empty = (doc_mask.long().sum(dim=1) == 0)[None, :]  # [1, N]
