@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
@@ -33,6 +34,11 @@ __all__ = ["check_encoder_layer"]
 
 MISTAKES = register_mistakes(
     {
+        "mask_passed_by_position": (
+            "the mask passed by position: layer.self_attn(x, mask) puts it in the attention's "
+            "second parameter, key (the third is value); pass it by name, "
+            "layer.self_attn(x, mask=mask)"
+        ),
         "pre_norm_instead_of_post_norm": (
             "pre-norm computed for a post-norm layer (layer.norm_first is False): "
             "x = norm1(x + attention(x)), then x = norm2(x + feed_forward(x))"
@@ -420,6 +426,18 @@ def _where(got_trace, expected_trace, tol) -> str:
     return what
 
 
+# The attention's own error when its key or value is the bool mask.
+_BOOL_KEY = re.compile(r"^(key|value) must have a floating dtype, got torch\.bool")
+
+
+def _mask_by_position(error: Exception) -> str | None:
+    """``mask_passed_by_position`` for the attention's refusal of a bool key or value: the
+    only bool tensor of a case is its mask."""
+    if isinstance(error, TypeError) and _BOOL_KEY.search(str(error)):
+        return "mask_passed_by_position"
+    return None
+
+
 def check_encoder_layer(fn: Callable) -> None:
     """Check a learner's ``fn(x, layer, mask=None) -> (x, weights)`` (Lab 5).
 
@@ -441,7 +459,7 @@ def check_encoder_layer(fn: Callable) -> None:
     ``dropout_on_residual_sum``, ``dropout_after_norm``, ``dropout_missing``,
     ``dropouts_swapped``, ``dropout_on_sublayer_input``, ``arrangements_mixed``,
     ``feed_forward_residual_from_input``, ``norm2_used_twice``, ``same_dropout_twice``,
-    ``mask_polarity``, ``pair_swapped``, ``not_a_pair``,
+    ``mask_polarity``, ``mask_passed_by_position``, ``pair_swapped``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says which part of the
     layer first receives a wrong input.
 
@@ -476,7 +494,9 @@ def check_encoder_layer(fn: Callable) -> None:
         }
         layer.forward = _refuse_forward
         try:
-            result, trace = _traced(layer, case.seed, lambda case=case: run(fn, case))
+            result, trace = _traced(
+                layer, case.seed, lambda case=case: run(fn, case, _mask_by_position)
+            )
         finally:
             del layer.forward
 
