@@ -174,7 +174,14 @@ def softmax_minus_the_global_maximum(query, key, value):
     return weights @ value, weights
 
 
+def square_root_without_parentheses(query, key, value):
+    d_k = query.shape[-1]
+    weights = torch.softmax(query @ key.transpose(-2, -1) / d_k**1 / 2, dim=-1)
+    return weights @ value, weights
+
+
 WRONG = [
+    (square_root_without_parentheses, "sqrt_as_half_power"),
     (weights_returned_transposed, "weights_returned_transposed"),
     (softmax_over_the_whole_tensor, "softmax_over_everything"),
     (softmax_over_each_matrix, "softmax_over_everything"),

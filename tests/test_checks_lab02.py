@@ -164,7 +164,22 @@ def scaled_by_number_of_heads(query, key, value, num_heads):
     return right_merge(out), weights
 
 
+def keys_split_from_the_query(query, key, value, num_heads):
+    q, k, v = (right_split(x, num_heads) for x in (query, query, value))
+    out, weights = attend(q, k, v)
+    return right_merge(out), weights
+
+
+def square_root_without_parentheses(query, key, value, num_heads):
+    head_dim = query.shape[-1] // num_heads
+    q, k, v = (right_split(x, num_heads) for x in (query, key, value))
+    out, weights = attend(q, k, v, divisor=head_dim**1 / 2)
+    return right_merge(out), weights
+
+
 WRONG = [
+    (square_root_without_parentheses, "sqrt_as_half_power"),
+    (keys_split_from_the_query, "split_from_query"),
     (averaged_weights_for_every_head, "weights_averaged"),
     (last_heads_weights_from_a_loop, "weights_of_one_head"),
     (softmax_over_heads, "softmax_over_heads"),

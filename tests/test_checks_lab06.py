@@ -44,8 +44,8 @@ def search(
     keepdim=True,
     similarity="all_pairs",
 ):
-    def mean_pool(hidden, mask):
-        if pool == "all":
+    def mean_pool(hidden, mask, side):
+        if pool == "all" or pool == f"all_for_{side}":
             return hidden.mean(dim=1)
         if pool == "sum_all_over_real":
             return hidden.sum(dim=1) / mask.sum(dim=1, keepdim=True)
@@ -64,7 +64,8 @@ def search(
             count = count.clamp(min=1e-9)
         return (hidden * weights).sum(dim=1) / count
 
-    queries, documents = mean_pool(query_hidden, query_mask), mean_pool(doc_hidden, doc_mask)
+    queries = mean_pool(query_hidden, query_mask, "queries")
+    documents = mean_pool(doc_hidden, doc_mask, "documents")
     if normalise == "by_hand":
         queries = queries / queries.norm(dim=-1, keepdim=True)
         documents = documents / documents.norm(dim=-1, keepdim=True)
@@ -87,6 +88,8 @@ def search(
         return scores, scores.topk(k, dim=-1).values
     if rank == "over_queries":
         return scores, scores.topk(k, dim=0).indices
+    if rank == "over_queries_transposed":
+        return scores, scores.topk(min(k, scores.shape[0]), dim=0).indices.T
     return scores, scores.topk(k, dim=-1).indices
 
 
@@ -177,6 +180,9 @@ WRONG = [
     (check, with_(search, rank="values"), "top_values_not_indices"),
     (check, with_(search, rank="argsort_last"), "top_not_best_first"),
     (check, with_(search, rank="skip_best"), "top_skips_best"),
+    (check, with_(search, pool="all_for_queries"), "mean_over_padding"),
+    (check, with_(search, pool="all_for_documents"), "mean_over_padding"),
+    (check, with_(search, rank="over_queries_transposed"), "search_scores_transposed"),
     (check, with_(search, rank="one_more"), "top_wrong_count"),
     (check, with_(search, keepdim=False), "count_without_keepdim"),
     (check, with_(search, similarity="row_by_row"), "scores_row_by_row"),

@@ -95,6 +95,10 @@ MISTAKES = register_mistakes(
             "head h's slice starts at feature h instead of h * Dh, so the heads' slices overlap: "
             "head h takes x[..., h * Dh:(h + 1) * Dh]"
         ),
+        "split_from_query": (
+            "the keys or the values split from the query (a copy-paste slip?): split each "
+            "tensor from its own input, k = split(key), v = split(value)"
+        ),
         "view_after_transpose": (
             "heads merged with .view() right after transpose(1, 2): the transposed tensor is "
             "not contiguous, so view cannot merge its last two axes; use .reshape(B, Tq, D), "
@@ -113,6 +117,8 @@ def _mha_variant(
     split="right",
     merge="right",
     weights_kept="all",
+    key_from="key",
+    value_from="value",
     **attention,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Split, attend, merge with one deliberate deviation. ``split`` is ``"right"``,
@@ -135,7 +141,9 @@ def _mha_variant(
             return x.view(batch, x.shape[1], head_dim, num_heads).transpose(1, 2)  # [B,Dh,T,H]
         return x.view(batch, x.shape[1], num_heads, head_dim).transpose(1, 2)  # [B, H, T, Dh]
 
-    q, k, v = split_heads(query), split_heads(key), split_heads(value)
+    sources = {"query": query, "key": key, "value": value}
+    q = split_heads(query)
+    k, v = split_heads(sources[key_from]), split_heads(sources[value_from])
     if split == "swapped" and "divisor" not in attention:
         attention["divisor"] = math.sqrt(head_dim)  # the learner's head_dim, now q's length
     output, weights = attention_variant(q, k, v, **attention)
@@ -190,6 +198,9 @@ _MHA_SIGNATURES = {
     "softmax_over_heads": {"dim": 1},
     "softmax_over_batch": {"dim": 0},
     "head_slices_overlap": {"split": "overlap"},
+    "split_from_query/key": {"key_from": "query"},
+    "split_from_query/value": {"value_from": "query"},
+    "split_from_query/both": {"key_from": "query", "value_from": "query"},
 }
 
 
@@ -205,6 +216,8 @@ def _mha_signatures(query, key, value, num_heads) -> dict[str, Callable]:
         "scaled_by_d_k": {"divisor": float(head_dim)},
         "scale_multiplied": {"divisor": 1 / math.sqrt(head_dim)},
         "scaled_by_head_count": {"divisor": math.sqrt(num_heads)},
+        "sqrt_as_half_power": {"divisor": head_dim / 2},
+        "sqrt_as_half_power/inline": {"divisor": 2.0 * head_dim},
     }
     return {
         key_: (lambda kwargs=kwargs: _mha_variant(query, key, value, num_heads, **kwargs))
@@ -308,7 +321,8 @@ def check_multi_head_attention(fn: Callable) -> None:
     ``split_without_transpose``, ``split_and_merge_without_transpose``, ``heads_interleaved``,
     ``split_with_query_length``, ``heads_and_width_swapped``, ``heads_not_merged``,
     ``weights_averaged``, ``weights_summed``, ``weights_of_one_head``, ``view_after_transpose``,
-    ``softmax_over_heads``, ``softmax_over_batch``, ``head_slices_overlap``,
+    ``softmax_over_heads``, ``softmax_over_batch``, ``head_slices_overlap``, ``split_from_query``,
+    ``sqrt_as_half_power``,
     ``scaled_by_sqrt_d_model``, ``scaled_by_head_count``, ``no_scaling``,
     ``scaled_after_softmax``, ``softmax_axis``,
     ``keys_values_swapped``, ``scores_transposed``, ``pair_swapped``, ``not_a_pair``,

@@ -87,6 +87,11 @@ MISTAKES = register_mistakes(
         "scale_multiplied": (
             "wrong scaling: you multiplied by sqrt(d_k) instead of dividing by it"
         ),
+        "sqrt_as_half_power": (
+            "wrong scaling: the square root written d_k ** 1/2, which Python reads as "
+            "(d_k ** 1) / 2, a power 1 and then a division by 2; write d_k ** 0.5 or "
+            "math.sqrt(d_k)"
+        ),
         "no_softmax": (
             "no softmax: the weights are the raw scaled scores; apply softmax over dim=-1"
         ),
@@ -307,6 +312,8 @@ def signature_variants(query, key, value, mask=None, extra=None) -> dict[str, Ca
         **ATTENTION_SIGNATURES,
         "scaled_by_d_k": {"divisor": float(d_k)},
         "scale_multiplied": {"divisor": 1 / math.sqrt(d_k)},
+        "sqrt_as_half_power": {"divisor": d_k / 2},
+        "sqrt_as_half_power/inline": {"divisor": 2.0 * d_k},  # scores / d_k ** 1/2
     }
     return {
         key_: (lambda kwargs=kwargs: attention_variant(query, key, value, mask, **kwargs))
@@ -617,6 +624,7 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
     ``output_uses_transposed_weights``, ``output_is_weights``, ``returned_scores``,
     ``fixed_axes``, ``sizes_mixed_up``, ``pair_swapped``, ``not_a_pair``, ``overflow``,
     ``weights_returned_transposed``, ``softmax_over_everything``, ``softmax_global_max``,
+    ``sqrt_as_half_power``,
     ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:

@@ -37,8 +37,9 @@ __all__ = ["check_pooling_and_search"]
 MISTAKES = register_mistakes(
     {
         "mean_over_padding": (
-            "the mean runs over the padding too: multiply the token vectors by the mask, sum "
-            "over the tokens, and divide by the number of real tokens, mask.sum(dim=1), not by T"
+            "the mean runs over the padding too (for the queries, the documents or both): "
+            "multiply the token vectors by the mask, sum over the tokens, and divide by the "
+            "number of real tokens, mask.sum(dim=1), not by T"
         ),
         "pool_mask_not_unsqueezed": (
             "the mask [B, T] does not broadcast against the token vectors [B, T, D]: give it a "
@@ -140,9 +141,11 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
     """Pooling and search with one deliberate deviation, computed in float64."""
     mistake, _, how = mistake.partition("/")
 
-    def pool(hidden, mask):
+    def pool(hidden, mask, side):
         hidden, weights = hidden.double(), mask.double()[..., None]  # [B, T, D], [B, T, 1]
         count = weights.sum(dim=1).clamp(min=1e-9)  # [B, 1]
+        if mistake == "mean_over_padding" and how in ("queries", "documents"):
+            return hidden.mean(dim=1) if how == side else (hidden * weights).sum(dim=1) / count
         if mistake == "mean_over_padding":
             return hidden.sum(dim=1) / count if how == "sum" else hidden.mean(dim=1)  # [B, D]
         if mistake == "pooled_first_token":
@@ -160,7 +163,8 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
             hidden = F.normalize(hidden, dim=-1)
         return (hidden * weights).sum(dim=1) / count  # [B, D]
 
-    queries, documents = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
+    queries = pool(query_hidden, query_mask, "queries")
+    documents = pool(doc_hidden, doc_mask, "documents")
     if mistake == "normalised_wrong_axis":
         queries, documents = F.normalize(queries, dim=0), F.normalize(documents, dim=0)
     elif mistake == "normalised_one_side":
@@ -188,6 +192,8 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
 _SEARCH_MISTAKES = (
     "mean_over_padding",
     "mean_over_padding/sum",
+    "mean_over_padding/queries",
+    "mean_over_padding/documents",
     "tokens_normalised_before_pooling",
     "pooled_first_token",
     "pooled_last_token/real",
@@ -324,6 +330,8 @@ def check_pooling_and_search(fn: Callable) -> None:
                 return "search_scores_transposed"
             if name == "scores" and shapes[0] == (min(q, n),) and q == n:
                 return "scores_row_by_row"
+            if name == "top indices" and shapes[1][:1] == (n,) and n != q:
+                return "search_scores_transposed"  # ranked over the queries, one row per document
             if name == "top indices" and shapes[1] in ((q, k - 1), (q, k + 1)):
                 return "top_wrong_count"
             return None
