@@ -250,7 +250,18 @@ def encoder_layer_mask_by_position(x, layer, mask=None):
     return layer.norm2(x + layer.dropout2(layer.feed_forward(x))), weights
 
 
+def encoder_layer_feed_forward_on_the_raw_sum(x, layer, mask=None):
+    if layer.norm_first:
+        attended, weights = layer.self_attn(layer.norm1(x), mask=mask)
+        x = x + layer.dropout1(attended)
+        return x + layer.dropout2(layer.feed_forward(layer.norm2(x))), weights
+    attended, weights = layer.self_attn(x, mask=mask)
+    total = x + layer.dropout1(attended)
+    return layer.norm2(layer.norm1(total) + layer.dropout2(layer.feed_forward(total))), weights
+
+
 WRONG = [
+    (check, encoder_layer_feed_forward_on_the_raw_sum, "sum_before_norm1_reused"),
     (check, encoder_layer_mask_by_position, "mask_passed_by_position"),
     (check, encoder_layer_pre_norm_only, "pre_norm_instead_of_post_norm"),
     (check, encoder_layer_post_norm_only, "post_norm_instead_of_pre_norm"),

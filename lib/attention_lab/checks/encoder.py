@@ -34,6 +34,11 @@ __all__ = ["check_encoder_layer"]
 
 MISTAKES = register_mistakes(
     {
+        "sum_before_norm1_reused": (
+            "the feed-forward sub-layer (or its residual) takes the attention's sum before "
+            "norm1: in post-norm, x = norm1(x + dropout1(attention)) is what the feed-forward "
+            "sub-layer both reads and adds back"
+        ),
         "mask_passed_by_position": (
             "the mask passed by position: layer.self_attn(x, mask) puts it in the attention's "
             "second parameter, key (the third is value); pass it by name, "
@@ -227,6 +232,10 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
     if mistake == "norm_outside_residual":
         x = x + norm1(drop1(attended))
         return x + norm2(drop2(ff(x))), weights
+    if mistake == "sum_before_norm1_reused":
+        total = x + drop1(attended)  # the sum that norm1 should have turned into x
+        h, residual = (total, norm1(total)) if which == "read" else (norm1(total), total)
+        return norm2(residual + drop2(ff(h))), weights
     if mistake == "dropout_after_norm":
         x = drop1(norm1(x + attended))
         return drop2(norm2(x + ff(x))), weights
@@ -255,6 +264,8 @@ _ENCODER_MISTAKES = (
     "arrangements_mixed/attention_post",
     "feed_forward_residual_from_input",
     "norm2_used_twice",
+    "sum_before_norm1_reused/read",
+    "sum_before_norm1_reused/added",
     "pre_norm_residual_normalised/feed_forward",
     "pre_norm_final_norm/norm2",
     "pre_norm_final_norm/norm1",
@@ -284,6 +295,8 @@ _ARRANGEMENT_MISTAKES = {
     "pre_norm_final_norm/norm2": True,
     "pre_norm_final_norm/norm1": True,
     "dropout_after_norm": False,
+    "sum_before_norm1_reused/read": False,
+    "sum_before_norm1_reused/added": False,
 }
 
 
@@ -459,7 +472,8 @@ def check_encoder_layer(fn: Callable) -> None:
     ``dropout_on_residual_sum``, ``dropout_after_norm``, ``dropout_missing``,
     ``dropouts_swapped``, ``dropout_on_sublayer_input``, ``arrangements_mixed``,
     ``feed_forward_residual_from_input``, ``norm2_used_twice``, ``same_dropout_twice``,
-    ``mask_polarity``, ``mask_passed_by_position``, ``pair_swapped``, ``not_a_pair``,
+    ``mask_polarity``, ``mask_passed_by_position``, ``sum_before_norm1_reused``, ``pair_swapped``,
+    ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says which part of the
     layer first receives a wrong input.
 
