@@ -180,7 +180,21 @@ def square_root_without_parentheses(query, key, value):
     return weights @ value, weights
 
 
+def softmax_maximum_without_keepdim(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    exp = torch.exp(scores - scores.max(dim=-1).values)
+    weights = exp / exp.sum(dim=-1, keepdim=True)
+    return weights @ value, weights
+
+
+def output_from_the_scores(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    return scores @ value, torch.softmax(scores, dim=-1)
+
+
 WRONG = [
+    (softmax_maximum_without_keepdim, "softmax_max_without_keepdim"),
+    (output_from_the_scores, "output_from_scores"),
     (square_root_without_parentheses, "sqrt_as_half_power"),
     (weights_returned_transposed, "weights_returned_transposed"),
     (softmax_over_the_whole_tensor, "softmax_over_everything"),

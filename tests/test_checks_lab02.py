@@ -177,7 +177,14 @@ def square_root_without_parentheses(query, key, value, num_heads):
     return right_merge(out), weights
 
 
+def heads_averaged(query, key, value, num_heads):
+    q, k, v = (right_split(x, num_heads) for x in (query, key, value))
+    out, weights = attend(q, k, v)
+    return out.mean(dim=1), weights
+
+
 WRONG = [
+    (heads_averaged, "heads_averaged"),
     (square_root_without_parentheses, "sqrt_as_half_power"),
     (keys_split_from_the_query, "split_from_query"),
     (averaged_weights_for_every_head, "weights_averaged"),

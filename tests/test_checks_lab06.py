@@ -76,6 +76,9 @@ def search(
     scores = documents @ queries.T if transpose else queries @ documents.T
     if similarity == "row_by_row":
         scores = (queries * documents).sum(dim=-1)
+    if rank == "sorted":
+        ranked = scores.sort(dim=-1, descending=True)
+        return ranked.values, ranked.indices[:, :k]
     if rank == "skip_best":
         return scores, scores.argsort(dim=-1, descending=True)[:, 1 : k + 1]
     if rank == "one_more":
@@ -180,6 +183,7 @@ WRONG = [
     (check, with_(search, rank="values"), "top_values_not_indices"),
     (check, with_(search, rank="argsort_last"), "top_not_best_first"),
     (check, with_(search, rank="skip_best"), "top_skips_best"),
+    (check, with_(search, rank="sorted"), "scores_returned_sorted"),
     (check, with_(search, pool="all_for_queries"), "mean_over_padding"),
     (check, with_(search, pool="all_for_documents"), "mean_over_padding"),
     (check, with_(search, rank="over_queries_transposed"), "search_scores_transposed"),

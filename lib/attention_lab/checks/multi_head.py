@@ -95,6 +95,10 @@ MISTAKES = register_mistakes(
             "head h's slice starts at feature h instead of h * Dh, so the heads' slices overlap: "
             "head h takes x[..., h * Dh:(h + 1) * Dh]"
         ),
+        "heads_averaged": (
+            "the heads' outputs averaged instead of concatenated: the output keeps every "
+            "head's Dh features side by side, transpose(1, 2).reshape(B, Tq, D)"
+        ),
         "split_from_query": (
             "the keys or the values split from the query (a copy-paste slip?): split each "
             "tensor from its own input, k = split(key), v = split(value)"
@@ -149,6 +153,8 @@ def _mha_variant(
     output, weights = attention_variant(q, k, v, **attention)
     if merge == "none":
         pass
+    elif merge == "mean":
+        output = output.mean(dim=1)  # [B, Tq, Dh]
     elif merge == "no_transpose":
         output = output.reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
     elif isinstance(merge, tuple):
@@ -198,6 +204,7 @@ _MHA_SIGNATURES = {
     "softmax_over_heads": {"dim": 1},
     "softmax_over_batch": {"dim": 0},
     "head_slices_overlap": {"split": "overlap"},
+    "heads_averaged": {"merge": "mean"},
     "split_from_query/key": {"key_from": "query"},
     "split_from_query/value": {"value_from": "query"},
     "split_from_query/both": {"key_from": "query", "value_from": "query"},
@@ -322,7 +329,7 @@ def check_multi_head_attention(fn: Callable) -> None:
     ``split_with_query_length``, ``heads_and_width_swapped``, ``heads_not_merged``,
     ``weights_averaged``, ``weights_summed``, ``weights_of_one_head``, ``view_after_transpose``,
     ``softmax_over_heads``, ``softmax_over_batch``, ``head_slices_overlap``, ``split_from_query``,
-    ``sqrt_as_half_power``,
+    ``sqrt_as_half_power``, ``heads_averaged``,
     ``scaled_by_sqrt_d_model``, ``scaled_by_head_count``, ``no_scaling``,
     ``scaled_after_softmax``, ``softmax_axis``,
     ``keys_values_swapped``, ``scores_transposed``, ``pair_swapped``, ``not_a_pair``,

@@ -87,6 +87,15 @@ MISTAKES = register_mistakes(
         "scale_multiplied": (
             "wrong scaling: you multiplied by sqrt(d_k) instead of dividing by it"
         ),
+        "softmax_max_without_keepdim": (
+            "a softmax by hand that subtracts the row maxima taken without keepdim=True: the "
+            "[..., Tq] maxima are then subtracted along the keys' axis; use "
+            "scores.amax(dim=-1, keepdim=True)"
+        ),
+        "output_from_scores": (
+            "the output multiplies the scores, not the weights, by the values: the output is "
+            "softmax(scores) @ value"
+        ),
         "sqrt_as_half_power": (
             "wrong scaling: the square root written d_k ** 1/2, which Python reads as "
             "(d_k ** 1) / 2, a power 1 and then a division by 2; write d_k ** 0.5 or "
@@ -225,6 +234,9 @@ def attention_variant(
         over = tuple(range(s.ndim)) if softmax == "global" else (-2, -1)
         exp = torch.exp(s - s.amax(dim=over, keepdim=True))
         weights = exp / exp.sum(dim=over, keepdim=True)
+    elif softmax == "max_no_keepdim":
+        exp = torch.exp(s - s.amax(dim=dim))  # [..., Tq] maxima along the wrong axis
+        weights = exp / exp.sum(dim=dim, keepdim=True)
     elif softmax == "no_keepdim":
         exp = torch.exp(s - s.amax(dim=dim, keepdim=True))
         weights = exp / exp.sum(dim=dim)  # broadcasts the sums along the wrong axis
@@ -241,6 +253,8 @@ def attention_variant(
         unzeroed = weights
     if output == "weights":
         out = weights
+    elif output == "scores @ value":
+        out = s @ (k if use_keys else v)
     elif output == "weights^T @ value":
         out = unzeroed.transpose(-2, -1) @ (k if use_keys else v)
     else:
@@ -278,6 +292,8 @@ ATTENTION_SIGNATURES: dict[str, dict] = {
     "returned_scores/masked": {"weights_returned": "masked_scores"},
     "output_is_weights": {"output": "weights"},
     "weights_returned_transposed": {"weights_returned": "transposed"},
+    "softmax_max_without_keepdim": {"softmax": "max_no_keepdim"},
+    "output_from_scores": {"output": "scores @ value"},
     "softmax_over_everything/global": {"softmax": "global"},
     "softmax_over_everything/per_matrix": {"softmax": "per_matrix"},
 }
@@ -624,7 +640,7 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
     ``output_uses_transposed_weights``, ``output_is_weights``, ``returned_scores``,
     ``fixed_axes``, ``sizes_mixed_up``, ``pair_swapped``, ``not_a_pair``, ``overflow``,
     ``weights_returned_transposed``, ``softmax_over_everything``, ``softmax_global_max``,
-    ``sqrt_as_half_power``,
+    ``sqrt_as_half_power``, ``softmax_max_without_keepdim``, ``output_from_scores``,
     ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:

@@ -121,6 +121,10 @@ MISTAKES = register_mistakes(
             "product, or cosine_similarity of the two [Q, D] and [N, D] tensors): compare every "
             "query with every document, queries @ documents.T, [Q, N]"
         ),
+        "scores_returned_sorted": (
+            "the scores are returned sorted: return the [Q, N] matrix in the documents' order, "
+            "scores[q, n] for document n; only the indices are ranked"
+        ),
         "ranked_ascending": (
             "the ranking is upside down: you took the k smallest scores; the best matches have "
             "the largest cosine, scores.topk(k, dim=-1) (largest=True, the default)"
@@ -182,6 +186,8 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
     scores = queries @ documents.T  # [Q, N]
     ranked = scores.topk(k, dim=-1, largest=mistake != "ranked_ascending")  # [Q, k]
     top = ranked.values if mistake == "top_values_not_indices" else ranked.indices
+    if mistake == "scores_returned_sorted":
+        scores = scores.sort(dim=-1, descending=True).values
     if mistake == "top_skips_best":
         top = scores.topk(min(k + 1, scores.shape[-1]), dim=-1).indices[:, 1 : k + 1]
     if mistake == "top_not_best_first":
@@ -211,6 +217,7 @@ _SEARCH_MISTAKES = (
     "top_values_not_indices",
     "top_not_best_first",
     "top_skips_best",
+    "scores_returned_sorted",
 )
 
 
@@ -301,6 +308,7 @@ def check_pooling_and_search(fn: Callable) -> None:
     ``normalised_one_side``, ``search_scores_transposed``,
     ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``,
     ``top_skips_best``, ``top_wrong_count``, ``count_without_keepdim``, ``scores_row_by_row``,
+    ``scores_returned_sorted``,
     ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says whether the
     scores or only the ranking are wrong, and which queries and documents (padded or not).
