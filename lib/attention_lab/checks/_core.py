@@ -175,7 +175,10 @@ def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] 
         if mistake:
             last = f"\nLikely mistake: {MISTAKES[mistake]}."
         else:
-            where = read_crash(fn, case, error)
+            try:
+                where = read_crash(fn, case, error)
+            except Exception:  # noqa: BLE001 - a reading that fails must not hide the crash
+                where = None
             last = f"\nWhere it goes wrong: {where}." if where else ""
         text = str(error).strip()
         raise AssertionError(
