@@ -120,7 +120,7 @@ def test_a_crash_in_the_learners_code_is_read_in_the_learners_terms():
     assert 'Where it goes wrong: your line "return weights * value' in message
     assert "(in mixes_widths)" in message
     assert "`" not in message  # the book's traceback lexer fails on backticks
-    assert "sizes along one axis are 5 and 3" in message
+    assert "sizes along one axis are 5 and 3, and only equal sizes or 1 broadcast" in message
     assert "5 is key.shape[1] or value.shape[1], 3 is value.shape[2]" in message
     arguments = "query [1, 2, 4], key [1, 5, 4], value [1, 5, 3], block_size = 2"
     assert f"your arguments: {arguments}" in message

@@ -237,8 +237,8 @@ def _sources_of(size: int, arguments: list[tuple[str, Any]]) -> list[str]:
 _SHAPE_ERRORS = (
     (
         re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"),
-        "it combines elementwise two tensors whose sizes along one axis are {0} and {1} "
-        "(only equal sizes or 1 broadcast)",
+        "two tensors meet whose sizes along one axis are {0} and {1}, and only equal sizes "
+        "or 1 broadcast (in an elementwise operation, or the batch axes of a product)",
     ),
     (
         re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)"),
@@ -279,9 +279,9 @@ def read_crash(fn: Callable, case: Case, error: Exception) -> str | None:
             continue
         sizes = [int(s) for s in found.groups()]
         parts.append(meaning.format(*sizes))
-        named = []
+        named = ["0 is an empty slice (one that starts past the end of its axis)"] * (0 in sizes)
         for size in dict.fromkeys(sizes):
-            sources = _sources_of(size, arguments)
+            sources = _sources_of(size, arguments) if size > 0 else []
             if sources:
                 named.append(f"{size} is {' or '.join(sources[:3])}")
         if named:
