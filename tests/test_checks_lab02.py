@@ -183,7 +183,17 @@ def heads_averaged(query, key, value, num_heads):
     return out.mean(dim=1), weights
 
 
+def head_width_as_a_float(query, key, value, num_heads):
+    def split(x):
+        b, t, d = x.shape
+        return x.view(b, t, num_heads, d / num_heads).transpose(1, 2)
+
+    out, weights = attend(split(query), split(key), split(value))
+    return right_merge(out), weights
+
+
 WRONG = [
+    (head_width_as_a_float, "head_dim_not_int"),
     (heads_averaged, "heads_averaged"),
     (square_root_without_parentheses, "sqrt_as_half_power"),
     (keys_split_from_the_query, "split_from_query"),

@@ -43,6 +43,7 @@ def search(
     rank="topk",
     keepdim=True,
     similarity="all_pairs",
+    over=1,
 ):
     def mean_pool(hidden, mask, side):
         if pool == "all" or pool == f"all_for_{side}":
@@ -62,7 +63,7 @@ def search(
         count = weights.sum(dim=1) if keepdim else weights.sum(dim=1).squeeze(-1)
         if clamp:
             count = count.clamp(min=1e-9)
-        return (hidden * weights).sum(dim=1) / count
+        return (hidden * weights).sum(dim=over) / count
 
     queries = mean_pool(query_hidden, query_mask, "queries")
     documents = mean_pool(doc_hidden, doc_mask, "documents")
@@ -184,6 +185,7 @@ WRONG = [
     (check, with_(search, rank="argsort_last"), "top_not_best_first"),
     (check, with_(search, rank="skip_best"), "top_skips_best"),
     (check, with_(search, rank="sorted"), "scores_returned_sorted"),
+    (check, with_(search, over=-1), "pooled_over_features"),
     (check, with_(search, pool="all_for_queries"), "mean_over_padding"),
     (check, with_(search, pool="all_for_documents"), "mean_over_padding"),
     (check, with_(search, rank="over_queries_transposed"), "search_scores_transposed"),

@@ -95,6 +95,10 @@ MISTAKES = register_mistakes(
             "head h's slice starts at feature h instead of h * Dh, so the heads' slices overlap: "
             "head h takes x[..., h * Dh:(h + 1) * Dh]"
         ),
+        "head_dim_not_int": (
+            "the head width computed with /, which gives a float that view and reshape refuse: "
+            "use integer division, head_dim = d_model // num_heads"
+        ),
         "heads_averaged": (
             "the heads' outputs averaged instead of concatenated: the output keeps every "
             "head's Dh features side by side, transpose(1, 2).reshape(B, Tq, D)"
@@ -329,7 +333,7 @@ def check_multi_head_attention(fn: Callable) -> None:
     ``split_with_query_length``, ``heads_and_width_swapped``, ``heads_not_merged``,
     ``weights_averaged``, ``weights_summed``, ``weights_of_one_head``, ``view_after_transpose``,
     ``softmax_over_heads``, ``softmax_over_batch``, ``head_slices_overlap``, ``split_from_query``,
-    ``sqrt_as_half_power``, ``heads_averaged``,
+    ``sqrt_as_half_power``, ``heads_averaged``, ``head_dim_not_int``,
     ``scaled_by_sqrt_d_model``, ``scaled_by_head_count``, ``no_scaling``,
     ``scaled_after_softmax``, ``softmax_axis``,
     ``keys_values_swapped``, ``scores_transposed``, ``pair_swapped``, ``not_a_pair``,
@@ -358,6 +362,8 @@ def check_multi_head_attention(fn: Callable) -> None:
             # of size B * Tk * D".
             if tq != tk and f"is invalid for input of size {b * tk * d}" in str(error):
                 return "split_with_query_length"
+            if isinstance(error, TypeError) and "float" in str(error):
+                return "head_dim_not_int"
             return _view_error(error) or diagnosis()
 
         expected = _mha_reference(*case.args)

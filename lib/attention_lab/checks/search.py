@@ -121,6 +121,10 @@ MISTAKES = register_mistakes(
             "product, or cosine_similarity of the two [Q, D] and [N, D] tensors): compare every "
             "query with every document, queries @ documents.T, [Q, N]"
         ),
+        "pooled_over_features": (
+            "the pooling sums over the features, not the tokens: each sequence's vector is then "
+            "[T] instead of [D]; sum over the tokens, dim=1, (hidden * mask[..., None]).sum(dim=1)"
+        ),
         "scores_returned_sorted": (
             "the scores are returned sorted: return the [Q, N] matrix in the documents' order, "
             "scores[q, n] for document n; only the indices are ranked"
@@ -221,6 +225,7 @@ _SEARCH_MISTAKES = (
 )
 
 
+_PRODUCT = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
 _MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
 
 
@@ -233,11 +238,15 @@ def _search_error(error: Exception, case: Case) -> str | None:
     # topk(k) along an axis shorter than k: every case has k <= N, but not always k <= Q.
     if "selected index k out of range" in text:
         return "search_scores_transposed"
+    query_hidden, _, doc_hidden, _, _ = case.args
+    product = _PRODUCT.search(text)
+    inner = {int(size) for size in product.groups()} if product else set()
+    if len(inner) == 2 and inner == {query_hidden.shape[1], doc_hidden.shape[1]}:
+        return "pooled_over_features"  # [Q, Tq] @ [Tn, N]
     found = _MISMATCH.search(text)
     if not found:
         return None
     sizes = {int(size) for size in found.groups()}
-    query_hidden, _, doc_hidden, _, _ = case.args
     (q, t_q, width), (n, t_n, _) = query_hidden.shape, doc_hidden.shape
     if sizes in ({t_q, width}, {t_n, width}, {q, t_q}, {n, t_n}):
         return "pool_mask_not_unsqueezed"
@@ -308,7 +317,7 @@ def check_pooling_and_search(fn: Callable) -> None:
     ``normalised_one_side``, ``search_scores_transposed``,
     ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``,
     ``top_skips_best``, ``top_wrong_count``, ``count_without_keepdim``, ``scores_row_by_row``,
-    ``scores_returned_sorted``,
+    ``scores_returned_sorted``, ``pooled_over_features``,
     ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says whether the
     scores or only the ranking are wrong, and which queries and documents (padded or not).
