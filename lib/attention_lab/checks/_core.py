@@ -156,7 +156,8 @@ def _dtype_error(error: Exception) -> str | None:
 def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] | None = None):
     """Call ``fn`` on ``case``; turn the stub's NotImplementedError and crashes into messages.
 
-    ``error_hint`` names the likely mistake behind an exception the learner's code raised.
+    ``error_hint`` names the likely mistake behind an exception the learner's code raised;
+    when it names none, :func:`read_crash` says what the crash means for the learner's shapes.
     """
     fn_name = name_of(fn)
     try:
