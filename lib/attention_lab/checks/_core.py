@@ -18,6 +18,7 @@ import inspect
 import math
 import os
 import re
+import sysconfig
 import textwrap
 import traceback
 from collections.abc import Sequence
@@ -187,11 +188,15 @@ def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] 
         ) from error
 
 
-# Where the library and PyTorch live: a frame outside them (and the standard library) is the
-# learner's.
+# Where the library, PyTorch, the installed packages and the standard library live: a frame
+# outside them is the learner's.
 _NOT_LEARNER = tuple(
-    os.path.dirname(os.path.abspath(module.__file__)) for module in (torch, inspect)
-) + (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),)
+    {
+        os.path.dirname(os.path.abspath(torch.__file__)),
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        *(os.path.abspath(sysconfig.get_path(name)) for name in ("stdlib", "purelib", "platlib")),
+    }
+)
 
 
 def _learner_frame(error: Exception) -> traceback.FrameSummary | None:
