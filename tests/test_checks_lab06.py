@@ -67,6 +67,9 @@ def search(
 
     queries = mean_pool(query_hidden, query_mask, "queries")
     documents = mean_pool(doc_hidden, doc_mask, "documents")
+    if normalise == "length_without_keepdim":
+        queries = queries / queries.norm(dim=-1)
+        documents = documents / documents.norm(dim=-1)
     if normalise == "by_hand":
         queries = queries / queries.norm(dim=-1, keepdim=True)
         documents = documents / documents.norm(dim=-1, keepdim=True)
@@ -190,7 +193,8 @@ WRONG = [
     (check, with_(search, pool="all_for_documents"), "mean_over_padding"),
     (check, with_(search, rank="over_queries_transposed"), "search_scores_transposed"),
     (check, with_(search, rank="one_more"), "top_wrong_count"),
-    (check, with_(search, keepdim=False), "count_without_keepdim"),
+    (check, with_(search, keepdim=False), "sequence_sum_without_keepdim"),
+    (check, with_(search, normalise="length_without_keepdim"), "sequence_sum_without_keepdim"),
     (check, with_(search, similarity="row_by_row"), "scores_row_by_row"),
 ]
 

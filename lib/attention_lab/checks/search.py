@@ -111,10 +111,10 @@ MISTAKES = register_mistakes(
             "off by one in how many documents are kept: each query keeps exactly k, "
             "scores.topk(k, dim=-1) or argsort(...)[:, :k]"
         ),
-        "count_without_keepdim": (
-            "the number of real tokens is [B], summed without keepdim: it then divides along "
-            "the features; count with mask.sum(dim=1, keepdim=True), [B, 1], so that it divides "
-            "each sequence's vector"
+        "sequence_sum_without_keepdim": (
+            "a sum over each sequence taken without keepdim (the number of real tokens, or the "
+            "length of the pooled vector): it is [B] and then divides along the features; "
+            "keep [B, 1], mask.sum(dim=1, keepdim=True) or x.norm(dim=-1, keepdim=True)"
         ),
         "scores_row_by_row": (
             "each query compared only with the document in the same row (an elementwise "
@@ -251,7 +251,7 @@ def _search_error(error: Exception, case: Case) -> str | None:
     if sizes in ({t_q, width}, {t_n, width}, {q, t_q}, {n, t_n}):
         return "pool_mask_not_unsqueezed"
     if sizes in ({width, q}, {width, n}):
-        return "count_without_keepdim"
+        return "sequence_sum_without_keepdim"
     return "scores_row_by_row" if sizes == {q, n} else None
 
 
@@ -316,9 +316,8 @@ def check_pooling_and_search(fn: Callable) -> None:
     ``normalised_wrong_axis``, ``normalised_wrong_norm``, ``pooled_last_token``,
     ``normalised_one_side``, ``search_scores_transposed``,
     ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``,
-    ``top_skips_best``, ``top_wrong_count``, ``count_without_keepdim``, ``scores_row_by_row``,
-    ``scores_returned_sorted``, ``pooled_over_features``,
-    ``not_a_pair``,
+    ``top_skips_best``, ``top_wrong_count``, ``sequence_sum_without_keepdim``,
+    ``scores_row_by_row``, ``scores_returned_sorted``, ``pooled_over_features``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says whether the
     scores or only the ranking are wrong, and which queries and documents (padded or not).
 
