@@ -105,3 +105,35 @@ def test_compare_shows_exact_results_whole():
             (1e-5, 1e-4),
         )
     assert "the top indices are [[1, 0]], expected [[0, 1]]" in " ".join(str(info.value).split())
+
+
+def test_a_crash_in_the_learners_code_is_read_in_the_learners_terms():
+    def mixes_widths(query, key, value, block_size):
+        weights = torch.softmax(query @ key.mT, dim=-1)
+        return weights * value  # [1, 2, 5] * [1, 5, 3]: no broadcast
+
+    case = _core.Case("a case", (torch.ones(1, 2, 4), torch.ones(1, 5, 4), torch.ones(1, 5, 3), 2))
+    with pytest.raises(AssertionError) as info:
+        _core.run(mixes_widths, case)
+    message = " ".join(str(info.value).split())
+    assert "raised RuntimeError on case 'a case'" in message
+    assert 'Where it goes wrong: your line "return weights * value' in message
+    assert "(in mixes_widths)" in message
+    assert "`" not in message  # the book's traceback lexer fails on backticks
+    assert "sizes along one axis are 5 and 3, and only equal sizes or 1 broadcast" in message
+    assert "5 is key.shape[1] or value.shape[1], 3 is value.shape[2]" in message
+    arguments = "query [1, 2, 4], key [1, 5, 4], value [1, 5, 3], block_size = 2"
+    assert f"your arguments: {arguments}" in message
+
+
+def test_a_crash_in_the_library_called_by_the_learner_points_at_the_learners_call():
+    def bad_call(x):
+        return torch.nn.functional.linear(x, torch.ones(3, 5))
+
+    case = _core.Case("a case", (torch.ones(2, 4),))
+    with pytest.raises(AssertionError) as info:
+        _core.run(bad_call, case)
+    message = " ".join(str(info.value).split())
+    assert 'your line "return torch.nn.functional.linear(x, torch.ones(3, 5))"' in message
+    assert "inner sizes differ: 4 columns against 5 rows" in message
+    assert "4 is x.shape[1]" in message

@@ -148,7 +148,58 @@ def divided_by_d_v_squared(query, key, value):
     return weights @ value, weights
 
 
+def weights_returned_transposed(query, key, value):
+    weights = torch.softmax(query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1]), dim=-1)
+    return weights @ value, weights.transpose(-2, -1)
+
+
+def softmax_over_the_whole_tensor(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    exp = torch.exp(scores - scores.max())
+    weights = exp / exp.sum()
+    return weights @ value, weights
+
+
+def softmax_over_each_matrix(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    exp = torch.exp(scores - scores.amax(dim=(-2, -1), keepdim=True))
+    weights = exp / exp.sum(dim=(-2, -1), keepdim=True)
+    return weights @ value, weights
+
+
+def softmax_minus_the_global_maximum(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    exp = torch.exp(scores - scores.max())
+    weights = exp / exp.sum(dim=-1, keepdim=True)
+    return weights @ value, weights
+
+
+def square_root_without_parentheses(query, key, value):
+    d_k = query.shape[-1]
+    weights = torch.softmax(query @ key.transpose(-2, -1) / d_k**1 / 2, dim=-1)
+    return weights @ value, weights
+
+
+def softmax_maximum_without_keepdim(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    exp = torch.exp(scores - scores.max(dim=-1).values)
+    weights = exp / exp.sum(dim=-1, keepdim=True)
+    return weights @ value, weights
+
+
+def output_from_the_scores(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    return scores @ value, torch.softmax(scores, dim=-1)
+
+
 WRONG = [
+    (softmax_maximum_without_keepdim, "softmax_max_without_keepdim"),
+    (output_from_the_scores, "output_from_scores"),
+    (square_root_without_parentheses, "sqrt_as_half_power"),
+    (weights_returned_transposed, "weights_returned_transposed"),
+    (softmax_over_the_whole_tensor, "softmax_over_everything"),
+    (softmax_over_each_matrix, "softmax_over_everything"),
+    (softmax_minus_the_global_maximum, "softmax_global_max"),
     (scaled_by_value_width, "scaled_by_value_width"),
     (scaled_by_query_length, "scaled_by_sequence_length"),
     (scaled_by_key_length, "scaled_by_sequence_length"),

@@ -119,7 +119,90 @@ def keys_times_queries(query, key, value, num_heads):
     return right_merge(weights @ v), weights
 
 
+def averaged_weights_for_every_head(query, key, value, num_heads):
+    q, k, v = (right_split(x, num_heads) for x in (query, key, value))
+    out, weights = attend(q, k, v)
+    return right_merge(out), weights.mean(dim=1, keepdim=True).expand_as(weights)
+
+
+def last_heads_weights_from_a_loop(query, key, value, num_heads):
+    head_dim = query.shape[-1] // num_heads
+    outputs = []
+    for h in range(num_heads):
+        part = slice(h * head_dim, (h + 1) * head_dim)
+        out, weights = attend(query[..., part], key[..., part], value[..., part])
+        outputs.append(out)
+    return torch.cat(outputs, dim=-1), weights  # the loop's last head only
+
+
+def softmax_over_heads(query, key, value, num_heads):
+    q, k, v = (right_split(x, num_heads) for x in (query, key, value))
+    out, weights = attend(q, k, v, dim=1)
+    return right_merge(out), weights
+
+
+def softmax_over_batch(query, key, value, num_heads):
+    q, k, v = (right_split(x, num_heads) for x in (query, key, value))
+    out, weights = attend(q, k, v, dim=0)
+    return right_merge(out), weights
+
+
+def head_slices_start_at_h(query, key, value, num_heads):
+    head_dim = query.shape[-1] // num_heads
+    outputs, all_weights = [], []
+    for h in range(num_heads):
+        part = slice(h, h + head_dim)  # should be h * head_dim to (h + 1) * head_dim
+        out, weights = attend(query[..., part], key[..., part], value[..., part])
+        outputs.append(out)
+        all_weights.append(weights)
+    return torch.cat(outputs, dim=-1), torch.stack(all_weights, dim=1)
+
+
+def scaled_by_number_of_heads(query, key, value, num_heads):
+    q, k, v = (right_split(x, num_heads) for x in (query, key, value))
+    out, weights = attend(q, k, v, divisor=math.sqrt(num_heads))
+    return right_merge(out), weights
+
+
+def keys_split_from_the_query(query, key, value, num_heads):
+    q, k, v = (right_split(x, num_heads) for x in (query, query, value))
+    out, weights = attend(q, k, v)
+    return right_merge(out), weights
+
+
+def square_root_without_parentheses(query, key, value, num_heads):
+    head_dim = query.shape[-1] // num_heads
+    q, k, v = (right_split(x, num_heads) for x in (query, key, value))
+    out, weights = attend(q, k, v, divisor=head_dim**1 / 2)
+    return right_merge(out), weights
+
+
+def heads_averaged(query, key, value, num_heads):
+    q, k, v = (right_split(x, num_heads) for x in (query, key, value))
+    out, weights = attend(q, k, v)
+    return out.mean(dim=1), weights
+
+
+def head_width_as_a_float(query, key, value, num_heads):
+    def split(x):
+        b, t, d = x.shape
+        return x.view(b, t, num_heads, d / num_heads).transpose(1, 2)
+
+    out, weights = attend(split(query), split(key), split(value))
+    return right_merge(out), weights
+
+
 WRONG = [
+    (head_width_as_a_float, "head_dim_not_int"),
+    (heads_averaged, "heads_averaged"),
+    (square_root_without_parentheses, "sqrt_as_half_power"),
+    (keys_split_from_the_query, "split_from_query"),
+    (averaged_weights_for_every_head, "weights_averaged"),
+    (last_heads_weights_from_a_loop, "weights_of_one_head"),
+    (softmax_over_heads, "softmax_over_heads"),
+    (softmax_over_batch, "softmax_over_batch"),
+    (head_slices_start_at_h, "head_slices_overlap"),
+    (scaled_by_number_of_heads, "scaled_by_head_count"),
     (interleaved_view, "heads_interleaved"),
     (interleaved_both_ways, "heads_interleaved"),
     (summed_weights, "weights_summed"),

@@ -74,6 +74,10 @@ def without_parentheses(max_len, d_model):
     return encoding(max_len, d_model, lambda pos, two_i, d: pos / 10000**two_i / d)
 
 
+def divisor_without_parentheses(max_len, d_model):
+    return encoding(max_len, d_model, lambda pos, two_i, d: pos / (10000**two_i / d))
+
+
 def base_with_a_zero_too_few(max_len, d_model):
     return encoding(max_len, d_model, lambda pos, two_i, d: pos / 1000 ** (two_i / d))
 
@@ -107,6 +111,7 @@ WRONG = [
     (exponent_over_half_the_width, "odd_width_exponent"),
     (two_i_doubled, "frequency_2i_doubled"),
     (without_parentheses, "exponent_parentheses"),
+    (divisor_without_parentheses, "exponent_parentheses"),
     (base_with_a_zero_too_few, "wrong_base"),
     (sine_everywhere, "one_function_for_all_columns"),
 ]

@@ -238,7 +238,31 @@ RIGHT = [
     encoder_layer_with_names,
     encoder_layer_right_again,
 ]
+
+
+def encoder_layer_mask_by_position(x, layer, mask=None):
+    if layer.norm_first:
+        attended, weights = layer.self_attn(layer.norm1(x), mask)  # the mask lands in key
+        x = x + layer.dropout1(attended)
+        return x + layer.dropout2(layer.feed_forward(layer.norm2(x))), weights
+    attended, weights = layer.self_attn(x, mask)
+    x = layer.norm1(x + layer.dropout1(attended))
+    return layer.norm2(x + layer.dropout2(layer.feed_forward(x))), weights
+
+
+def encoder_layer_feed_forward_on_the_raw_sum(x, layer, mask=None):
+    if layer.norm_first:
+        attended, weights = layer.self_attn(layer.norm1(x), mask=mask)
+        x = x + layer.dropout1(attended)
+        return x + layer.dropout2(layer.feed_forward(layer.norm2(x))), weights
+    attended, weights = layer.self_attn(x, mask=mask)
+    total = x + layer.dropout1(attended)
+    return layer.norm2(layer.norm1(total) + layer.dropout2(layer.feed_forward(total))), weights
+
+
 WRONG = [
+    (check, encoder_layer_feed_forward_on_the_raw_sum, "sum_before_norm1_reused"),
+    (check, encoder_layer_mask_by_position, "mask_passed_by_position"),
     (check, encoder_layer_pre_norm_only, "pre_norm_instead_of_post_norm"),
     (check, encoder_layer_post_norm_only, "post_norm_instead_of_pre_norm"),
     (check, with_(encoder_layer, mistake="no_attention_residual"), "no_attention_residual"),

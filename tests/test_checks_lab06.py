@@ -41,9 +41,12 @@ def search(
     dim=-1,
     transpose=False,
     rank="topk",
+    keepdim=True,
+    similarity="all_pairs",
+    over=1,
 ):
-    def mean_pool(hidden, mask):
-        if pool == "all":
+    def mean_pool(hidden, mask, side):
+        if pool == "all" or pool == f"all_for_{side}":
             return hidden.mean(dim=1)
         if pool == "sum_all_over_real":
             return hidden.sum(dim=1) / mask.sum(dim=1, keepdim=True)
@@ -57,12 +60,16 @@ def search(
             mask = 1 - mask.long()
         weights = mask.unsqueeze(-1) if unsqueeze else mask
         weights = weights.to(hidden.dtype)
-        count = weights.sum(dim=1)
+        count = weights.sum(dim=1) if keepdim else weights.sum(dim=1).squeeze(-1)
         if clamp:
             count = count.clamp(min=1e-9)
-        return (hidden * weights).sum(dim=1) / count
+        return (hidden * weights).sum(dim=over) / count
 
-    queries, documents = mean_pool(query_hidden, query_mask), mean_pool(doc_hidden, doc_mask)
+    queries = mean_pool(query_hidden, query_mask, "queries")
+    documents = mean_pool(doc_hidden, doc_mask, "documents")
+    if normalise == "length_without_keepdim":
+        queries = queries / queries.norm(dim=-1)
+        documents = documents / documents.norm(dim=-1)
     if normalise == "by_hand":
         queries = queries / queries.norm(dim=-1, keepdim=True)
         documents = documents / documents.norm(dim=-1, keepdim=True)
@@ -71,6 +78,15 @@ def search(
     if normalise in ("both", "documents"):
         documents = F.normalize(documents, dim=dim)
     scores = documents @ queries.T if transpose else queries @ documents.T
+    if similarity == "row_by_row":
+        scores = (queries * documents).sum(dim=-1)
+    if rank == "sorted":
+        ranked = scores.sort(dim=-1, descending=True)
+        return ranked.values, ranked.indices[:, :k]
+    if rank == "skip_best":
+        return scores, scores.argsort(dim=-1, descending=True)[:, 1 : k + 1]
+    if rank == "one_more":
+        return scores, scores.topk(min(k + 1, scores.shape[-1]), dim=-1).indices
     if rank == "argsort":
         return scores, scores.argsort(dim=-1)[:, :k]
     if rank == "argsort_last":
@@ -79,6 +95,8 @@ def search(
         return scores, scores.topk(k, dim=-1).values
     if rank == "over_queries":
         return scores, scores.topk(k, dim=0).indices
+    if rank == "over_queries_transposed":
+        return scores, scores.topk(min(k, scores.shape[0]), dim=0).indices.T
     return scores, scores.topk(k, dim=-1).indices
 
 
@@ -168,6 +186,16 @@ WRONG = [
     (check, with_(search, pool="inverted"), "pool_mask_inverted"),
     (check, with_(search, rank="values"), "top_values_not_indices"),
     (check, with_(search, rank="argsort_last"), "top_not_best_first"),
+    (check, with_(search, rank="skip_best"), "top_skips_best"),
+    (check, with_(search, rank="sorted"), "scores_returned_sorted"),
+    (check, with_(search, over=-1), "pooled_over_features"),
+    (check, with_(search, pool="all_for_queries"), "mean_over_padding"),
+    (check, with_(search, pool="all_for_documents"), "mean_over_padding"),
+    (check, with_(search, rank="over_queries_transposed"), "search_scores_transposed"),
+    (check, with_(search, rank="one_more"), "top_wrong_count"),
+    (check, with_(search, keepdim=False), "sequence_sum_without_keepdim"),
+    (check, with_(search, normalise="length_without_keepdim"), "sequence_sum_without_keepdim"),
+    (check, with_(search, similarity="row_by_row"), "scores_row_by_row"),
 ]
 
 

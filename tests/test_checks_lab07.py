@@ -50,6 +50,7 @@ def online_attention(
     slice_end="block",
     factor_on="sums",
     normalise_blocks=False,
+    twice=None,
 ):
     d_k = query.shape[-1]
     divisor = {
@@ -82,6 +83,10 @@ def online_attention(
             new_max = torch.zeros_like(row_max)
         elif maximum == "block":
             new_max = scores.amax(dim=-1, keepdim=True)
+        elif maximum == "over_queries":
+            new_max = torch.maximum(row_max, scores.amax(dim=-2, keepdim=True))
+        elif maximum == "global":
+            new_max = torch.maximum(row_max, scores.max())
         else:
             new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))
         block_max = scores.amax(dim=-1, keepdim=True)
@@ -94,6 +99,10 @@ def online_attention(
             p, rescale = p * rescale, 1.0
         if normalise_blocks:
             p = p / p.sum(dim=-1, keepdim=True)
+        if twice == "acc":
+            acc = acc * rescale  # and once more below
+        if twice == "sum":
+            row_sum = row_sum * rescale
         if rescale_after:
             row_sum = (row_sum + p.sum(dim=-1, keepdim=True)) * rescale
             acc = (acc + p @ value[..., begin:end, :]) * rescale
@@ -181,6 +190,23 @@ def online_attention_with_acc_as_wide_as_the_query(query, key, value, block_size
     return acc / total
 
 
+def online_attention_normalised_without_the_old_sum(query, key, value, block_size):
+    """Wrong: the output kept normalised, but the old output not weighted by its sum."""
+    q = query / math.sqrt(query.shape[-1])
+    m = torch.full((*q.shape[:-1], 1), -math.inf, dtype=q.dtype)
+    total = torch.zeros_like(m)
+    out = torch.zeros(*q.shape[:-1], value.shape[-1], dtype=q.dtype)
+    for start in range(0, key.shape[-2], block_size):
+        s = q @ key[..., start : start + block_size, :].transpose(-2, -1)
+        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
+        alpha = torch.exp(m - m_new)
+        p = torch.exp(s - m_new)
+        total = alpha * total + p.sum(-1, keepdim=True)
+        out = (alpha * out + p @ value[..., start : start + block_size, :]) / total
+        m = m_new
+    return out
+
+
 RIGHT = [
     online_attention,
     online_attention_with_a_list_of_blocks,
@@ -198,6 +224,11 @@ WRONG = [
     (check, with_(online_attention, maximum="none"), "online_overflow"),
     (check, with_(online_attention, maximum="block"), "online_overflow"),
     (check, with_(online_attention, start=0.0), "max_started_at_zero"),
+    (check, with_(online_attention, twice="acc"), "acc_rescaled_twice"),
+    (check, with_(online_attention, twice="sum"), "sum_rescaled_twice"),
+    (check, with_(online_attention, maximum="over_queries"), "block_max_over_queries"),
+    (check, with_(online_attention, maximum="global"), "max_over_rows"),
+    (check, online_attention_normalised_without_the_old_sum, "normalised_without_old_sum"),
     (check, with_(online_attention, full_scores=True), "full_score_matrix"),
     (check, with_(online_attention, scale=False), "no_scaling"),
     (check, online_in_float64, "wrong_dtype"),

@@ -14,8 +14,13 @@ The names here are public to the package's modules (the module itself is private
 
 from __future__ import annotations
 
+import inspect
 import math
+import os
+import re
+import sysconfig
 import textwrap
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -152,7 +157,8 @@ def _dtype_error(error: Exception) -> str | None:
 def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] | None = None):
     """Call ``fn`` on ``case``; turn the stub's NotImplementedError and crashes into messages.
 
-    ``error_hint`` names the likely mistake behind an exception the learner's code raised.
+    ``error_hint`` names the likely mistake behind an exception the learner's code raised;
+    when it names none, :func:`read_crash` says what the crash means for the learner's shapes.
     """
     fn_name = name_of(fn)
     try:
@@ -168,10 +174,127 @@ def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] 
         ) from None
     except Exception as error:
         mistake = (error_hint(error) if error_hint else None) or _dtype_error(error)
-        likely = f"\nLikely mistake: {MISTAKES[mistake]}." if mistake else ""
+        if mistake:
+            last = f"\nLikely mistake: {MISTAKES[mistake]}."
+        else:
+            try:
+                where = read_crash(fn, case, error)
+            except Exception:  # noqa: BLE001 - a reading that fails must not hide the crash
+                where = None
+            last = f"\nWhere it goes wrong: {where}." if where else ""
+        text = str(error).strip()
         raise AssertionError(
-            wrap(f"{fn_name} raised {type(error).__name__} on case '{case.name}': {error}{likely}")
+            wrap(f"{fn_name} raised {type(error).__name__} on case '{case.name}': {text}{last}")
         ) from error
+
+
+# Where the library, PyTorch, the installed packages and the standard library live: a frame
+# outside them is the learner's.
+_NOT_LEARNER = tuple(
+    {
+        os.path.dirname(os.path.abspath(torch.__file__)),
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        *(os.path.abspath(sysconfig.get_path(name)) for name in ("stdlib", "purelib", "platlib")),
+    }
+)
+
+
+def _learner_frame(error: Exception) -> traceback.FrameSummary | None:
+    """The deepest frame of the traceback in the learner's code (a notebook cell or a file
+    outside the library, PyTorch and the standard library), or ``None``."""
+    frames = traceback.extract_tb(error.__traceback__)
+    for frame in reversed(frames):
+        path = os.path.abspath(frame.filename) if not frame.filename.startswith("<") else ""
+        if not path.startswith(_NOT_LEARNER):
+            return frame
+    return None
+
+
+def _arguments(fn: Callable, case: Case) -> list[tuple[str, Any]]:
+    """The case's arguments under the names of the learner's parameters (``arg0``... when the
+    signature cannot be read)."""
+    try:
+        bound = inspect.signature(fn).bind(*case.args, **case.kwargs)
+        return list(bound.arguments.items())
+    except (TypeError, ValueError):
+        return [(f"arg{i}", a) for i, a in enumerate(case.args)] + list(case.kwargs.items())
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{list(value.shape)}" + ("" if value.dtype.is_floating_point else f" {value.dtype}")
+    if isinstance(value, bool | int | float) or value is None:
+        return f"= {value!r}"
+    return f"({type(value).__name__})"
+
+
+def _sources_of(size: int, arguments: list[tuple[str, Any]]) -> list[str]:
+    """Which of the case's sizes equal ``size``: ``value.shape[2]``, ``block_size``."""
+    found = []
+    for name, value in arguments:
+        if isinstance(value, torch.Tensor):
+            found += [f"{name}.shape[{axis}]" for axis, s in enumerate(value.shape) if s == size]
+        elif isinstance(value, int) and not isinstance(value, bool) and value == size:
+            found.append(name)
+    return found
+
+
+# PyTorch's errors about shapes: pattern -> what the sizes in it mean, with {0}, {1} the sizes.
+_SHAPE_ERRORS = (
+    (
+        re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"),
+        "two tensors meet whose sizes along one axis are {0} and {1}, and only equal sizes "
+        "or 1 broadcast (in an elementwise operation, or the batch axes of a product)",
+    ),
+    (
+        re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)"),
+        "it multiplies matrices whose inner sizes differ: {0} columns against {1} rows",
+    ),
+    (
+        re.compile(r"Expected size (\d+) but got size (\d+)"),
+        "it joins or multiplies tensors whose sizes differ ({0} against {1}) along an axis "
+        "that must agree",
+    ),
+    (
+        re.compile(r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\)"),
+        "it expands an axis of size {1} to {0}, and only an axis of size 1 expands",
+    ),
+    (
+        re.compile(r"index (-?\d+) is out of bounds for dimension \d+ with size (\d+)"),
+        "it reads index {0} along an axis of size {1}",
+    ),
+)
+
+
+def read_crash(fn: Callable, case: Case, error: Exception) -> str | None:
+    """What a crash inside the learner's code says about its shapes, in the learner's terms:
+    the line that raised, what a shape error's sizes are (which argument's axis has each size),
+    and the case's argument shapes. ``None`` when the traceback holds no line of the learner's
+    code."""
+    frame = _learner_frame(error)
+    if frame is None:
+        return None
+    arguments = _arguments(inspect.unwrap(fn), case)
+    line = (frame.line or "").strip()
+    if len(line) > 60:
+        line = line[:57] + "..."
+    parts = [f'your line "{line}" (in {frame.name})' if line else f"your function {frame.name}"]
+    for pattern, meaning in _SHAPE_ERRORS:
+        found = pattern.search(str(error))
+        if not found:
+            continue
+        sizes = [int(s) for s in found.groups()]
+        parts.append(meaning.format(*sizes))
+        named = ["0 is an empty slice (one that starts past the end of its axis)"] * (0 in sizes)
+        for size in dict.fromkeys(sizes):
+            sources = _sources_of(size, arguments) if size > 0 else []
+            if sources:
+                named.append(f"{size} is {' or '.join(sources[:3])}")
+        if named:
+            parts.append("on this case " + ", ".join(named))
+        break
+    inputs = ", ".join(f"{name} {_described(value)}" for name, value in arguments)
+    return "; ".join(parts) + f" (your arguments: {inputs})"
 
 
 def close(got: Any, expected: torch.Tensor, atol: float, rtol: float) -> bool:

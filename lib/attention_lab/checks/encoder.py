@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
@@ -33,6 +34,16 @@ __all__ = ["check_encoder_layer"]
 
 MISTAKES = register_mistakes(
     {
+        "sum_before_norm1_reused": (
+            "the feed-forward sub-layer (or its residual) takes the attention's sum before "
+            "norm1: in post-norm, x = norm1(x + dropout1(attention)) is what the feed-forward "
+            "sub-layer both reads and adds back"
+        ),
+        "mask_passed_by_position": (
+            "the mask passed by position: layer.self_attn(x, mask) puts it in the attention's "
+            "second parameter, key (the third is value); pass it by name, "
+            "layer.self_attn(x, mask=mask)"
+        ),
         "pre_norm_instead_of_post_norm": (
             "pre-norm computed for a post-norm layer (layer.norm_first is False): "
             "x = norm1(x + attention(x)), then x = norm2(x + feed_forward(x))"
@@ -221,6 +232,10 @@ def _encoder_variant(layer: EncoderLayer, x: torch.Tensor, mask, mistake: str) -
     if mistake == "norm_outside_residual":
         x = x + norm1(drop1(attended))
         return x + norm2(drop2(ff(x))), weights
+    if mistake == "sum_before_norm1_reused":
+        total = x + drop1(attended)  # the sum that norm1 should have turned into x
+        h, residual = (total, norm1(total)) if which == "read" else (norm1(total), total)
+        return norm2(residual + drop2(ff(h))), weights
     if mistake == "dropout_after_norm":
         x = drop1(norm1(x + attended))
         return drop2(norm2(x + ff(x))), weights
@@ -249,6 +264,8 @@ _ENCODER_MISTAKES = (
     "arrangements_mixed/attention_post",
     "feed_forward_residual_from_input",
     "norm2_used_twice",
+    "sum_before_norm1_reused/read",
+    "sum_before_norm1_reused/added",
     "pre_norm_residual_normalised/feed_forward",
     "pre_norm_final_norm/norm2",
     "pre_norm_final_norm/norm1",
@@ -278,6 +295,8 @@ _ARRANGEMENT_MISTAKES = {
     "pre_norm_final_norm/norm2": True,
     "pre_norm_final_norm/norm1": True,
     "dropout_after_norm": False,
+    "sum_before_norm1_reused/read": False,
+    "sum_before_norm1_reused/added": False,
 }
 
 
@@ -420,6 +439,18 @@ def _where(got_trace, expected_trace, tol) -> str:
     return what
 
 
+# The attention's own error when its key or value is the bool mask.
+_BOOL_KEY = re.compile(r"^(key|value) must have a floating dtype, got torch\.bool")
+
+
+def _mask_by_position(error: Exception) -> str | None:
+    """``mask_passed_by_position`` for the attention's refusal of a bool key or value: the
+    only bool tensor of a case is its mask."""
+    if isinstance(error, TypeError) and _BOOL_KEY.search(str(error)):
+        return "mask_passed_by_position"
+    return None
+
+
 def check_encoder_layer(fn: Callable) -> None:
     """Check a learner's ``fn(x, layer, mask=None) -> (x, weights)`` (Lab 5).
 
@@ -441,7 +472,8 @@ def check_encoder_layer(fn: Callable) -> None:
     ``dropout_on_residual_sum``, ``dropout_after_norm``, ``dropout_missing``,
     ``dropouts_swapped``, ``dropout_on_sublayer_input``, ``arrangements_mixed``,
     ``feed_forward_residual_from_input``, ``norm2_used_twice``, ``same_dropout_twice``,
-    ``mask_polarity``, ``pair_swapped``, ``not_a_pair``,
+    ``mask_polarity``, ``mask_passed_by_position``, ``sum_before_norm1_reused``, ``pair_swapped``,
+    ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says which part of the
     layer first receives a wrong input.
 
@@ -476,7 +508,9 @@ def check_encoder_layer(fn: Callable) -> None:
         }
         layer.forward = _refuse_forward
         try:
-            result, trace = _traced(layer, case.seed, lambda case=case: run(fn, case))
+            result, trace = _traced(
+                layer, case.seed, lambda case=case: run(fn, case, _mask_by_position)
+            )
         finally:
             del layer.forward
 

@@ -82,6 +82,31 @@ MISTAKES = register_mistakes(
         "weights_of_one_head": (
             "the weights of one head only: return every head's weights, [B, H, Tq, Tk]"
         ),
+        "softmax_over_heads": (
+            "softmax over the heads axis: the scores are [B, H, Tq, Tk], so dim=1 normalises "
+            "each key's score across the heads; each query's row must be normalised over the "
+            "keys, dim=-1"
+        ),
+        "softmax_over_batch": (
+            "softmax over the batch axis (dim=0 of [B, H, Tq, Tk]): each query's row must be "
+            "normalised over the keys, dim=-1"
+        ),
+        "head_slices_overlap": (
+            "head h's slice starts at feature h instead of h * Dh, so the heads' slices overlap: "
+            "head h takes x[..., h * Dh:(h + 1) * Dh]"
+        ),
+        "head_dim_not_int": (
+            "the head width computed with /, which gives a float that view and reshape refuse: "
+            "use integer division, head_dim = d_model // num_heads"
+        ),
+        "heads_averaged": (
+            "the heads' outputs averaged instead of concatenated: the output keeps every "
+            "head's Dh features side by side, transpose(1, 2).reshape(B, Tq, D)"
+        ),
+        "split_from_query": (
+            "the keys or the values split from the query (a copy-paste slip?): split each "
+            "tensor from its own input, k = split(key), v = split(value)"
+        ),
         "view_after_transpose": (
             "heads merged with .view() right after transpose(1, 2): the transposed tensor is "
             "not contiguous, so view cannot merge its last two axes; use .reshape(B, Tq, D), "
@@ -100,6 +125,8 @@ def _mha_variant(
     split="right",
     merge="right",
     weights_kept="all",
+    key_from="key",
+    value_from="value",
     **attention,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Split, attend, merge with one deliberate deviation. ``split`` is ``"right"``,
@@ -112,6 +139,8 @@ def _mha_variant(
     head_dim = d_model // num_heads
 
     def split_heads(x):
+        if split == "overlap":
+            return torch.stack([x[..., h : h + head_dim] for h in range(num_heads)], dim=1)
         if split == "no_transpose":
             return x.reshape(batch, num_heads, x.shape[1], head_dim)  # [B, H, T, Dh], scrambled
         if split == "interleaved":
@@ -120,12 +149,16 @@ def _mha_variant(
             return x.view(batch, x.shape[1], head_dim, num_heads).transpose(1, 2)  # [B,Dh,T,H]
         return x.view(batch, x.shape[1], num_heads, head_dim).transpose(1, 2)  # [B, H, T, Dh]
 
-    q, k, v = split_heads(query), split_heads(key), split_heads(value)
+    sources = {"query": query, "key": key, "value": value}
+    q = split_heads(query)
+    k, v = split_heads(sources[key_from]), split_heads(sources[value_from])
     if split == "swapped" and "divisor" not in attention:
         attention["divisor"] = math.sqrt(head_dim)  # the learner's head_dim, now q's length
     output, weights = attention_variant(q, k, v, **attention)
     if merge == "none":
         pass
+    elif merge == "mean":
+        output = output.mean(dim=1)  # [B, Tq, Dh]
     elif merge == "no_transpose":
         output = output.reshape(batch, query_len, d_model)  # [B, Tq, D], scrambled
     elif isinstance(merge, tuple):
@@ -137,6 +170,12 @@ def _mha_variant(
         "mean": lambda: weights.mean(dim=1),
         "sum": lambda: weights.sum(dim=1),
         "first": lambda: weights[:, 0],
+        "last": lambda: weights[:, -1],
+        # The same, kept as [B, 1, Tq, Tk] and repeated for every head: the right shape.
+        "mean_expanded": lambda: weights.mean(dim=1, keepdim=True).expand_as(weights),
+        "sum_expanded": lambda: weights.sum(dim=1, keepdim=True).expand_as(weights),
+        "first_expanded": lambda: weights[:, :1].expand_as(weights),
+        "last_expanded": lambda: weights[:, -1:].expand_as(weights),
     }
     return output, kept[weights_kept]()
 
@@ -159,8 +198,20 @@ _MHA_SIGNATURES = {
     "heads_and_width_swapped/own_width": {"split": "swapped", "divisor": None},
     "heads_not_merged": {"merge": "none"},
     "weights_averaged": {"weights_kept": "mean"},
+    "weights_averaged/expanded": {"weights_kept": "mean_expanded"},
     "weights_summed": {"weights_kept": "sum"},
+    "weights_summed/expanded": {"weights_kept": "sum_expanded"},
     "weights_of_one_head": {"weights_kept": "first"},
+    "weights_of_one_head/last": {"weights_kept": "last"},
+    "weights_of_one_head/expanded": {"weights_kept": "first_expanded"},
+    "weights_of_one_head/last_expanded": {"weights_kept": "last_expanded"},
+    "softmax_over_heads": {"dim": 1},
+    "softmax_over_batch": {"dim": 0},
+    "head_slices_overlap": {"split": "overlap"},
+    "heads_averaged": {"merge": "mean"},
+    "split_from_query/key": {"key_from": "query"},
+    "split_from_query/value": {"value_from": "query"},
+    "split_from_query/both": {"key_from": "query", "value_from": "query"},
 }
 
 
@@ -175,6 +226,9 @@ def _mha_signatures(query, key, value, num_heads) -> dict[str, Callable]:
         "no_scaling": {"divisor": 1.0},
         "scaled_by_d_k": {"divisor": float(head_dim)},
         "scale_multiplied": {"divisor": 1 / math.sqrt(head_dim)},
+        "scaled_by_head_count": {"divisor": math.sqrt(num_heads)},
+        "sqrt_as_half_power": {"divisor": head_dim / 2},
+        "sqrt_as_half_power/inline": {"divisor": 2.0 * head_dim},
     }
     return {
         key_: (lambda kwargs=kwargs: _mha_variant(query, key, value, num_heads, **kwargs))
@@ -278,7 +332,10 @@ def check_multi_head_attention(fn: Callable) -> None:
     ``split_without_transpose``, ``split_and_merge_without_transpose``, ``heads_interleaved``,
     ``split_with_query_length``, ``heads_and_width_swapped``, ``heads_not_merged``,
     ``weights_averaged``, ``weights_summed``, ``weights_of_one_head``, ``view_after_transpose``,
-    ``scaled_by_sqrt_d_model``, ``no_scaling``, ``scaled_after_softmax``, ``softmax_axis``,
+    ``softmax_over_heads``, ``softmax_over_batch``, ``head_slices_overlap``, ``split_from_query``,
+    ``sqrt_as_half_power``, ``heads_averaged``, ``head_dim_not_int``,
+    ``scaled_by_sqrt_d_model``, ``scaled_by_head_count``, ``no_scaling``,
+    ``scaled_after_softmax``, ``softmax_axis``,
     ``keys_values_swapped``, ``scores_transposed``, ``pair_swapped``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`).
 
@@ -305,6 +362,8 @@ def check_multi_head_attention(fn: Callable) -> None:
             # of size B * Tk * D".
             if tq != tk and f"is invalid for input of size {b * tk * d}" in str(error):
                 return "split_with_query_length"
+            if isinstance(error, TypeError) and "float" in str(error):
+                return "head_dim_not_int"
             return _view_error(error) or diagnosis()
 
         expected = _mha_reference(*case.args)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
@@ -28,6 +29,7 @@ from attention_lab.checks._core import (
     randn,
     register_mistakes,
     run,
+    same_behaviour,
     success,
     tolerance,
 )
@@ -121,6 +123,29 @@ MISTAKES = register_mistakes(
             "over the keys without keepdim=True gives [..., Tq], which broadcasts against the "
             "wrong axis; keep [..., Tq, 1], amax(dim=-1, keepdim=True)"
         ),
+        "acc_rescaled_twice": (
+            "the weighted sum of values is rescaled twice per block: multiply it by "
+            "exp(m_old - m_new) once, as you do the sum"
+        ),
+        "sum_rescaled_twice": (
+            "the running sum is rescaled twice per block: multiply it by exp(m_old - m_new) "
+            "once, as you do the weighted sum"
+        ),
+        "block_max_over_queries": (
+            "the block's maximum is taken over the queries (dim=-2), one per key: each query "
+            "needs the maximum of its own scores over the block's keys, "
+            "scores.amax(dim=-1, keepdim=True), [..., Tq, 1]"
+        ),
+        "max_over_rows": (
+            "the maximum is taken over more than each query's row (the whole block, or every "
+            "row of the batch): each query needs its own, scores.amax(dim=-1, keepdim=True); "
+            "a row far below the overall maximum then underflows to 0, and 0 / 0 is NaN"
+        ),
+        "normalised_without_old_sum": (
+            "the output is kept normalised, but the old output is not weighted by its sum: "
+            "new output = (old output * old sum * exp(m_old - m_new) + p @ v) / new sum; "
+            "or keep acc unnormalised and divide by the sum once, after the last block"
+        ),
         "full_score_matrix": (
             "the whole [Tq, Tk] score matrix was built: compute only one block of scores, "
             "[..., Tq, block_size], at a time, so that memory does not grow with Tq * Tk"
@@ -129,8 +154,11 @@ MISTAKES = register_mistakes(
 )
 
 
-def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.Tensor:
-    """Block-wise attention with one deliberate deviation, computed in float64."""
+def _online_variant(
+    query, key, value, block_size: int, mistake: str, work: torch.dtype = torch.float64
+) -> torch.Tensor:
+    """Block-wise attention with one deliberate deviation, computed in ``work`` (float64, or
+    the inputs' dtype to see where it underflows)."""
     mistake, _, how = mistake.partition("/")
     divisor = {
         "no_scaling": 1.0,
@@ -141,8 +169,8 @@ def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.T
         divisor = math.sqrt(key.shape[-2])
     if mistake == "scale_multiplied":
         divisor = 1 / math.sqrt(query.shape[-1])
-    q = query.double() / divisor  # [..., Tq, Dk]
-    k, v = key.double(), value.double()
+    q = query.to(work) / divisor  # [..., Tq, Dk]
+    k, v = key.to(work), value.to(work)
     key_len = k.shape[-2]
     stop = key_len
     if mistake == "last_block_dropped":
@@ -151,16 +179,21 @@ def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.T
         stop = key_len - block_size
     width = block_size - 1 if mistake == "block_slice_short" else block_size
     start = 0.0 if how == "zero_start" else -math.inf
-    row_max = torch.full((*q.shape[:-1], 1), start, dtype=torch.float64)  # [..., Tq, 1]
+    row_max = torch.full((*q.shape[:-1], 1), start, dtype=work)  # [..., Tq, 1]
     row_sum = torch.zeros_like(row_max)  # [..., Tq, 1]
     acc = torch.zeros(*torch.broadcast_shapes(q.shape[:-2], v.shape[:-2]), q.shape[-2], v.shape[-1])
-    acc = acc.double()  # [..., Tq, Dv]
+    acc = acc.to(work)  # [..., Tq, Dv]
     for begin in range(0, stop, block_size):
         block = slice(begin, begin + width)
         scores = q @ k[..., block, :].transpose(-2, -1)  # [..., Tq, Tb]
         if (mistake, how) == ("scaled_by_sequence_length", "block"):
             scores = scores * math.sqrt(query.shape[-1]) / math.sqrt(scores.shape[-1])
         block_max = scores.amax(dim=-1, keepdim=True)  # [..., Tq, 1]
+        if mistake == "block_max_over_queries":
+            block_max = scores.amax(dim=-2, keepdim=True)  # [..., 1, Tb]
+        if mistake == "max_over_rows":
+            over = tuple(range(scores.ndim)) if how == "all" else (-2, -1)
+            block_max = scores.amax(dim=over, keepdim=True)  # [..., 1, 1]
         new_max = torch.maximum(row_max, block_max)  # [..., Tq, 1]
         rescale = torch.exp(row_max - new_max)  # [..., Tq, 1]
         if mistake == "rescale_inverted":
@@ -176,7 +209,14 @@ def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.T
             p = p / p.sum(dim=-1, keepdim=True)
         keep_sum = mistake in ("sum_not_rescaled", "nothing_rescaled")
         keep_acc = mistake in ("acc_not_rescaled", "nothing_rescaled")
-        if mistake == "rescaled_after_adding":
+        if mistake == "acc_rescaled_twice":
+            acc = acc * rescale
+        if mistake == "sum_rescaled_twice":
+            row_sum = row_sum * rescale
+        if mistake == "normalised_without_old_sum":  # acc holds the normalised output
+            row_sum = row_sum * rescale + p.sum(dim=-1, keepdim=True)
+            acc = (acc * rescale + p @ v[..., block, :]) / row_sum
+        elif mistake == "rescaled_after_adding":
             row_sum = (row_sum + p.sum(dim=-1, keepdim=True)) * rescale
             acc = (acc + p @ v[..., block, :]) * rescale
         else:
@@ -184,7 +224,8 @@ def _online_variant(query, key, value, block_size: int, mistake: str) -> torch.T
             acc = (acc if keep_acc else acc * rescale) + p @ v[..., block, :]
         if mistake != "max_not_carried":
             row_max = new_max
-    divide = mistake != "not_divided_by_sum" and how != "no_division"
+    divide = mistake not in ("not_divided_by_sum", "normalised_without_old_sum")
+    divide = divide and how != "no_division"
     output = acc / row_sum if divide else acc
     return output.to(query.dtype)
 
@@ -242,7 +283,35 @@ _ONLINE_MISTAKES = (
     "scaled_by_value_width",
     "scaled_by_sequence_length/keys",
     "scaled_by_sequence_length/block",
+    "acc_rescaled_twice",
+    "sum_rescaled_twice",
+    "block_max_over_queries",
+    "max_over_rows/all",
+    "max_over_rows/block",
+    "normalised_without_old_sum",
 )
+
+# Probes of a crash: the block as wide as the values (where a per-key maximum still runs),
+# then not, with Tq, Tk, Dk all distinct, and a shorter last block.
+_CRASH_PROBES = [
+    ((2, 3, 4), (2, 12, 4), (2, 12, 4), 4),
+    ((1, 5, 8), (1, 9, 8), (1, 9, 3), 3),
+    ((2, 3, 4), (2, 12, 4), (2, 12, 6), 4),
+    ((1, 2, 6), (1, 7, 6), (1, 7, 5), 5),
+]
+
+
+def _diagnose_by_probes(fn: Callable) -> str | None:
+    """The mistake whose behaviour ``fn`` shows on every probe, crashes included."""
+    g = torch.Generator().manual_seed(71)
+    probes = [(randn(g, *q), randn(g, *k), randn(g, *v), block) for q, k, v, block in _CRASH_PROBES]
+    got = [call_quietly(fn, args) for args in probes]
+    right = [(tiled_attention(*args[:3], block_size=args[3]),) for args in probes]
+    for key in _ONLINE_MISTAKES:
+        expected = [lambda args=args, key=key: (_online_variant(*args, key),) for args in probes]
+        if same_behaviour(got, expected, right):
+            return key.partition("/")[0]
+    return None
 
 
 def _right_on_probes(fn: Callable, shapes: list[tuple]) -> bool:
@@ -344,7 +413,9 @@ def check_online_softmax(fn: Callable) -> None:
     ``new_block_rescaled``, ``rescale_with_block_max``, ``exp_with_block_max``,
     ``block_normalised``, ``full_score_matrix``, ``no_scaling``, ``scaled_by_d_k``,
     ``scaled_by_value_width``, ``scaled_by_sequence_length``, ``scale_multiplied``,
-    ``keepdim_missing``, ``sizes_mixed_up``, ``wrong_dtype`` (see :data:`MISTAKES`). NaN on
+    ``keepdim_missing``, ``sizes_mixed_up``, ``acc_rescaled_twice``, ``sum_rescaled_twice``,
+    ``block_max_over_queries``, ``max_over_rows``, ``normalised_without_old_sum``,
+    ``wrong_dtype`` (see :data:`MISTAKES`). NaN on
     ordinary scores is told apart by the shape of the first exponential that comes out infinite
     (traced while the function runs again). When no mistake fits, the message says whether the
     output is right with every key in one block, which separates the per-block arithmetic from
@@ -361,6 +432,7 @@ def check_online_softmax(fn: Callable) -> None:
     check_callable(fn)
     cases = _online_cases()
     fn_name = name_of(fn)
+    crash = functools.cache(lambda: _diagnose_by_probes(fn))
     for case in cases:
         query, key, value, block_size = case.args
         expected = tiled_attention(query, key, value, block_size=block_size)
@@ -369,7 +441,7 @@ def check_online_softmax(fn: Callable) -> None:
             peak = peak_memory(lambda case=case, results=results: results.append(run(fn, case)))
             (output,) = results
         else:
-            output, peak = run(fn, case, lambda error: _sizes_mistake(fn)), 0
+            output, peak = run(fn, case, lambda error: _sizes_mistake(fn) or crash()), 0
         if isinstance(output, tuple | list):
             fail(
                 fn_name,
@@ -383,6 +455,10 @@ def check_online_softmax(fn: Callable) -> None:
         def nonfinite(name, bad, query=query, key=key, case=case, block_size=block_size):
             scores = query.double() @ key.double().transpose(-2, -1) / math.sqrt(query.shape[-1])
             if case.large_scores:
+                for how in ("all", "block"):
+                    wrong = _online_variant(*case.args, f"max_over_rows/{how}", query.dtype)
+                    if wrong.shape == bad.shape and torch.equal(~wrong.isfinite(), bad):
+                        return "NaN or inf", "max_over_rows"
                 return "NaN or inf", "online_overflow"
             if scores.amax() < -100:
                 # exp(score - 0) underflows to 0 in float32 below about -100: a maximum that

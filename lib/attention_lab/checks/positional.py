@@ -100,6 +100,10 @@ def _encoding_variant(max_len: int, d_model: int, mistake: str) -> torch.Tensor:
         angle = position * 10000.0**exponent
     if mistake == "exponent_parentheses/power_of_2i":  # pos / 10000 ** (2 * i) / d_model
         angle = position / 10000.0 ** (2 * pair) / d_model
+    if mistake == "exponent_parentheses/divisor":  # pos / (10000 ** (2 * i) / d_model)
+        angle = position * d_model / 10000.0 ** (2 * pair)
+    if mistake == "exponent_parentheses/power_of_i":  # pos / 10000 ** i / d_model, i = 2i / 2
+        angle = position / 10000.0**pair / d_model
     if mistake == "exponent_parentheses/squared":  # pos / 10000 ** 2 * (2 * i) / d_model
         angle = position / 10000.0**2 * (2 * pair) / d_model
     if mistake == "exponent_parentheses/squared_i":  # pos / 10000 ** 2 * i / d_model
@@ -148,6 +152,8 @@ _ENCODING_MISTAKES = (
     "exponent_parentheses/power_of_2i",
     "exponent_parentheses/squared",
     "exponent_parentheses/squared_i",
+    "exponent_parentheses/divisor",
+    "exponent_parentheses/power_of_i",
     "one_function_for_all_columns/sin",
     "one_function_for_all_columns/cos",
     "frequency_column_index",

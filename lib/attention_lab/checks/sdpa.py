@@ -87,6 +87,20 @@ MISTAKES = register_mistakes(
         "scale_multiplied": (
             "wrong scaling: you multiplied by sqrt(d_k) instead of dividing by it"
         ),
+        "softmax_max_without_keepdim": (
+            "a softmax by hand that subtracts the row maxima taken without keepdim=True: the "
+            "[..., Tq] maxima are then subtracted along the keys' axis; use "
+            "scores.amax(dim=-1, keepdim=True)"
+        ),
+        "output_from_scores": (
+            "the output multiplies the scores, not the weights, by the values: the output is "
+            "softmax(scores) @ value"
+        ),
+        "sqrt_as_half_power": (
+            "wrong scaling: the square root written d_k ** 1/2, which Python reads as "
+            "(d_k ** 1) / 2, a power 1 and then a division by 2; write d_k ** 0.5 or "
+            "math.sqrt(d_k)"
+        ),
         "no_softmax": (
             "no softmax: the weights are the raw scaled scores; apply softmax over dim=-1"
         ),
@@ -107,6 +121,20 @@ MISTAKES = register_mistakes(
             "multiply them by the values (weights @ value)"
         ),
         "pair_swapped": "you returned (weights, output); return (output, weights)",
+        "weights_returned_transposed": (
+            "the weights are returned transposed, [..., Tk, Tq]: the output is right, so "
+            "return the weights as the softmax gave them, one row per query, [..., Tq, Tk]"
+        ),
+        "softmax_over_everything": (
+            "the softmax divides by a sum over more than each query's row (over the whole "
+            "tensor, or over every query and key): each row is divided by its own sum, "
+            "exp.sum(dim=-1, keepdim=True), or use torch.softmax(scores, dim=-1)"
+        ),
+        "softmax_global_max": (
+            "the softmax subtracts the maximum of the whole tensor, not each row's: a row far "
+            "below it underflows to 0 everywhere, and 0 / 0 is NaN; subtract each row's own "
+            "maximum, scores.amax(dim=-1, keepdim=True)"
+        ),
         "overflow": (
             "the softmax overflowed on large scores (inf or NaN): subtract each row's maximum "
             "before exponentiating, or use torch.softmax"
@@ -202,6 +230,13 @@ def attention_variant(
         weights = torch.softmax(s, dim=dim)
     elif softmax == "log":
         weights = torch.log_softmax(s, dim=dim)
+    elif softmax in ("global", "per_matrix"):
+        over = tuple(range(s.ndim)) if softmax == "global" else (-2, -1)
+        exp = torch.exp(s - s.amax(dim=over, keepdim=True))
+        weights = exp / exp.sum(dim=over, keepdim=True)
+    elif softmax == "max_no_keepdim":
+        exp = torch.exp(s - s.amax(dim=dim))  # [..., Tq] maxima along the wrong axis
+        weights = exp / exp.sum(dim=dim, keepdim=True)
     elif softmax == "no_keepdim":
         exp = torch.exp(s - s.amax(dim=dim, keepdim=True))
         weights = exp / exp.sum(dim=dim)  # broadcasts the sums along the wrong axis
@@ -218,13 +253,19 @@ def attention_variant(
         unzeroed = weights
     if output == "weights":
         out = weights
+    elif output == "scores @ value":
+        out = s @ (k if use_keys else v)
     elif output == "weights^T @ value":
         out = unzeroed.transpose(-2, -1) @ (k if use_keys else v)
     else:
         out = unzeroed @ (k if use_keys else v)
-    returned = {"weights": weights, "scaled_scores": scaled, "raw_scores": raw, "masked_scores": s}[
-        weights_returned
-    ]
+    returned = {
+        "weights": weights,
+        "scaled_scores": scaled,
+        "raw_scores": raw,
+        "masked_scores": s,
+        "transposed": weights.transpose(-2, -1),
+    }[weights_returned]
     return out.to(dtype), returned.to(dtype)
 
 
@@ -250,6 +291,11 @@ ATTENTION_SIGNATURES: dict[str, dict] = {
     "returned_scores/raw": {"weights_returned": "raw_scores"},
     "returned_scores/masked": {"weights_returned": "masked_scores"},
     "output_is_weights": {"output": "weights"},
+    "weights_returned_transposed": {"weights_returned": "transposed"},
+    "softmax_max_without_keepdim": {"softmax": "max_no_keepdim"},
+    "output_from_scores": {"output": "scores @ value"},
+    "softmax_over_everything/global": {"softmax": "global"},
+    "softmax_over_everything/per_matrix": {"softmax": "per_matrix"},
 }
 
 
@@ -282,6 +328,8 @@ def signature_variants(query, key, value, mask=None, extra=None) -> dict[str, Ca
         **ATTENTION_SIGNATURES,
         "scaled_by_d_k": {"divisor": float(d_k)},
         "scale_multiplied": {"divisor": 1 / math.sqrt(d_k)},
+        "sqrt_as_half_power": {"divisor": d_k / 2},
+        "sqrt_as_half_power/inline": {"divisor": 2.0 * d_k},  # scores / d_k ** 1/2
     }
     return {
         key_: (lambda kwargs=kwargs: attention_variant(query, key, value, mask, **kwargs))
@@ -558,6 +606,20 @@ def _sdpa_cases() -> list[Case]:
     ]
 
 
+def global_max_nonfinite(query, key, value, bad: torch.Tensor, name: str) -> bool:
+    """Whether ``bad`` (the learner's NaN or inf in its ``name``, "output" or "weights") is
+    where a softmax computed in the inputs' dtype goes 0 / 0 when it subtracts the maximum of
+    the whole tensor, or of each [Tq, Tk] matrix, instead of each row's."""
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # [..., Tq, Tk]
+    for over in (tuple(range(scores.ndim)), (-2, -1)):
+        exp = torch.exp(scores - scores.amax(dim=over, keepdim=True))
+        weights = exp / exp.sum(dim=-1, keepdim=True)  # NaN in a row that underflowed
+        result = weights if name == "weights" else weights @ value
+        if result.shape == bad.shape and torch.equal(~result.isfinite(), bad):
+            return True
+    return False
+
+
 def check_scaled_dot_product_attention(fn: Callable) -> None:
     """Check a learner's ``fn(query, key, value) -> (output, weights)`` (Lab 1).
 
@@ -577,6 +639,8 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
     ``scores_transposed``, ``keys_values_swapped``, ``weights_times_keys``,
     ``output_uses_transposed_weights``, ``output_is_weights``, ``returned_scores``,
     ``fixed_axes``, ``sizes_mixed_up``, ``pair_swapped``, ``not_a_pair``, ``overflow``,
+    ``weights_returned_transposed``, ``softmax_over_everything``, ``softmax_global_max``,
+    ``sqrt_as_half_power``, ``softmax_max_without_keepdim``, ``output_from_scores``,
     ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
@@ -593,6 +657,12 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
     for case in cases:
         expected = scaled_dot_product_attention(*case.args)
         result = run(fn, case, lambda error: diagnosis())
+
+        def nonfinite(name, bad, args=case.args, case=case):
+            if case.large_scores and global_max_nonfinite(*args, bad, name):
+                return "NaN or inf", "softmax_global_max"
+            return None
+
         compare_pair(
             name_of(fn),
             case,
@@ -600,6 +670,7 @@ def check_scaled_dot_product_attention(fn: Callable) -> None:
             expected,
             {},
             lambda out, w: diagnosis(),
+            nonfinite=nonfinite,
             fallback=lambda got: diagnosis(),
             locate=lambda got, expected=expected: locate_pair(got, expected),
         )

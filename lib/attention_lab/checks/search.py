@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
@@ -36,8 +37,9 @@ __all__ = ["check_pooling_and_search"]
 MISTAKES = register_mistakes(
     {
         "mean_over_padding": (
-            "the mean runs over the padding too: multiply the token vectors by the mask, sum "
-            "over the tokens, and divide by the number of real tokens, mask.sum(dim=1), not by T"
+            "the mean runs over the padding too (for the queries, the documents or both): "
+            "multiply the token vectors by the mask, sum over the tokens, and divide by the "
+            "number of real tokens, mask.sum(dim=1), not by T"
         ),
         "pool_mask_not_unsqueezed": (
             "the mask [B, T] does not broadcast against the token vectors [B, T, D]: give it a "
@@ -100,6 +102,33 @@ MISTAKES = register_mistakes(
             "the k best documents are there but not best first: topk sorts from the largest "
             "down (or sort with descending=True); argsort(...)[:, -k:] puts the best last"
         ),
+        "top_skips_best": (
+            "the ranking skips the best document: after sorting best first, keep the first k "
+            "columns, [:, :k] (or scores.topk(k, dim=-1)), not [:, 1:k + 1]; no document is the "
+            "query itself here"
+        ),
+        "top_wrong_count": (
+            "off by one in how many documents are kept: each query keeps exactly k, "
+            "scores.topk(k, dim=-1) or argsort(...)[:, :k]"
+        ),
+        "sequence_sum_without_keepdim": (
+            "a sum over each sequence taken without keepdim (the number of real tokens, or the "
+            "length of the pooled vector): it is [B] and then divides along the features; "
+            "keep [B, 1], mask.sum(dim=1, keepdim=True) or x.norm(dim=-1, keepdim=True)"
+        ),
+        "scores_row_by_row": (
+            "each query compared only with the document in the same row (an elementwise "
+            "product, or cosine_similarity of the two [Q, D] and [N, D] tensors): compare every "
+            "query with every document, queries @ documents.T, [Q, N]"
+        ),
+        "pooled_over_features": (
+            "the pooling sums over the features, not the tokens: each sequence's vector is then "
+            "[T] instead of [D]; sum over the tokens, dim=1, (hidden * mask[..., None]).sum(dim=1)"
+        ),
+        "scores_returned_sorted": (
+            "the scores are returned sorted: return the [Q, N] matrix in the documents' order, "
+            "scores[q, n] for document n; only the indices are ranked"
+        ),
         "ranked_ascending": (
             "the ranking is upside down: you took the k smallest scores; the best matches have "
             "the largest cosine, scores.topk(k, dim=-1) (largest=True, the default)"
@@ -120,9 +149,11 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
     """Pooling and search with one deliberate deviation, computed in float64."""
     mistake, _, how = mistake.partition("/")
 
-    def pool(hidden, mask):
+    def pool(hidden, mask, side):
         hidden, weights = hidden.double(), mask.double()[..., None]  # [B, T, D], [B, T, 1]
         count = weights.sum(dim=1).clamp(min=1e-9)  # [B, 1]
+        if mistake == "mean_over_padding" and how in ("queries", "documents"):
+            return hidden.mean(dim=1) if how == side else (hidden * weights).sum(dim=1) / count
         if mistake == "mean_over_padding":
             return hidden.sum(dim=1) / count if how == "sum" else hidden.mean(dim=1)  # [B, D]
         if mistake == "pooled_first_token":
@@ -140,7 +171,8 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
             hidden = F.normalize(hidden, dim=-1)
         return (hidden * weights).sum(dim=1) / count  # [B, D]
 
-    queries, documents = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
+    queries = pool(query_hidden, query_mask, "queries")
+    documents = pool(doc_hidden, doc_mask, "documents")
     if mistake == "normalised_wrong_axis":
         queries, documents = F.normalize(queries, dim=0), F.normalize(documents, dim=0)
     elif mistake == "normalised_one_side":
@@ -158,6 +190,10 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
     scores = queries @ documents.T  # [Q, N]
     ranked = scores.topk(k, dim=-1, largest=mistake != "ranked_ascending")  # [Q, k]
     top = ranked.values if mistake == "top_values_not_indices" else ranked.indices
+    if mistake == "scores_returned_sorted":
+        scores = scores.sort(dim=-1, descending=True).values
+    if mistake == "top_skips_best":
+        top = scores.topk(min(k + 1, scores.shape[-1]), dim=-1).indices[:, 1 : k + 1]
     if mistake == "top_not_best_first":
         top = top.flip(-1)
     return scores.to(query_hidden.dtype), top
@@ -166,6 +202,8 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
 _SEARCH_MISTAKES = (
     "mean_over_padding",
     "mean_over_padding/sum",
+    "mean_over_padding/queries",
+    "mean_over_padding/documents",
     "tokens_normalised_before_pooling",
     "pooled_first_token",
     "pooled_last_token/real",
@@ -182,7 +220,39 @@ _SEARCH_MISTAKES = (
     "ranked_ascending",
     "top_values_not_indices",
     "top_not_best_first",
+    "top_skips_best",
+    "scores_returned_sorted",
 )
+
+
+_PRODUCT = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
+_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def _search_error(error: Exception, case: Case) -> str | None:
+    """The mistake a crash of the pooling or the scores points to, by the two sizes PyTorch
+    could not broadcast: a token count against the width or the batch (the mask without its
+    trailing axis), the width against the batch (a count without keepdim), the queries against
+    the documents (one score per row)."""
+    text = str(error)
+    # topk(k) along an axis shorter than k: every case has k <= N, but not always k <= Q.
+    if "selected index k out of range" in text:
+        return "search_scores_transposed"
+    query_hidden, _, doc_hidden, _, _ = case.args
+    product = _PRODUCT.search(text)
+    inner = {int(size) for size in product.groups()} if product else set()
+    if len(inner) == 2 and inner == {query_hidden.shape[1], doc_hidden.shape[1]}:
+        return "pooled_over_features"  # [Q, Tq] @ [Tn, N]
+    found = _MISMATCH.search(text)
+    if not found:
+        return None
+    sizes = {int(size) for size in found.groups()}
+    (q, t_q, width), (n, t_n, _) = query_hidden.shape, doc_hidden.shape
+    if sizes in ({t_q, width}, {t_n, width}, {q, t_q}, {n, t_n}):
+        return "pool_mask_not_unsqueezed"
+    if sizes in ({width, q}, {width, n}):
+        return "sequence_sum_without_keepdim"
+    return "scores_row_by_row" if sizes == {q, n} else None
 
 
 def _search_cases() -> list[Case]:
@@ -245,7 +315,9 @@ def check_pooling_and_search(fn: Callable) -> None:
     ``max_pooled``, ``empty_sequence_nan``, ``cosine_not_normalised``,
     ``normalised_wrong_axis``, ``normalised_wrong_norm``, ``pooled_last_token``,
     ``normalised_one_side``, ``search_scores_transposed``,
-    ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``, ``not_a_pair``,
+    ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``,
+    ``top_skips_best``, ``top_wrong_count``, ``sequence_sum_without_keepdim``,
+    ``scores_row_by_row``, ``scores_returned_sorted``, ``pooled_over_features``, ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says whether the
     scores or only the ranking are wrong, and which queries and documents (padded or not).
 
@@ -261,23 +333,24 @@ def check_pooling_and_search(fn: Callable) -> None:
     cases = _search_cases()
     fn_name = name_of(fn)
 
-    def error_hint(error: Exception) -> str | None:
-        if "must match the size of tensor" in str(error):
-            return "pool_mask_not_unsqueezed"
-        # topk(k) along an axis shorter than k: every case has k <= N, but not always k <= Q.
-        return "search_scores_transposed" if "selected index k out of range" in str(error) else None
-
     for case in cases:
         query_hidden, query_mask, doc_hidden, doc_mask, k = case.args
         num_queries, num_docs = query_hidden.shape[0], doc_hidden.shape[0]
         expected_scores, expected_top = _search_reference(*case.args)
-        result = run(fn, case, error_hint)
+        result = run(fn, case, lambda error, case=case: _search_error(error, case))
         two_tensors(fn_name, case, result)
         scores, top = result
 
-        def shape_mistake(name, shapes, q=num_queries, n=num_docs):
-            transposed = name == "scores" and shapes[0] == (n, q) and n != q
-            return "search_scores_transposed" if transposed else None
+        def shape_mistake(name, shapes, q=num_queries, n=num_docs, k=k):
+            if name == "scores" and shapes[0] == (n, q) and n != q:
+                return "search_scores_transposed"
+            if name == "scores" and shapes[0] == (min(q, n),) and q == n:
+                return "scores_row_by_row"
+            if name == "top indices" and shapes[1][:1] == (n,) and n != q:
+                return "search_scores_transposed"  # ranked over the queries, one row per document
+            if name == "top indices" and shapes[1] in ((q, k - 1), (q, k + 1)):
+                return "top_wrong_count"
+            return None
 
         def nonfinite(name, bad, doc_mask=doc_mask):
             empty = (doc_mask.long().sum(dim=1) == 0)[None, :]  # [1, N]
