@@ -137,3 +137,28 @@ def test_a_crash_in_the_library_called_by_the_learner_points_at_the_learners_cal
     assert 'your line "return torch.nn.functional.linear(x, torch.ones(3, 5))"' in message
     assert "inner sizes differ: 4 columns against 5 rows" in message
     assert "4 is x.shape[1]" in message
+
+
+def test_the_stub_is_told_to_be_replaced():
+    def my_mask(size, window):
+        raise NotImplementedError("write my_mask here")
+
+    with pytest.raises(AssertionError) as info:
+        _core.run(my_mask, _core.Case("a window of 2", (4, 2)))
+    assert "still the stub" in " ".join(str(info.value).split())
+
+
+def test_a_notimplementederror_from_pytorch_is_a_crash_not_the_stub():
+    """`&` on float tensors raises NotImplementedError inside PyTorch: the learner wrote code,
+    so the message must not tell them to replace the stub."""
+
+    def my_mask(size, window):
+        ones = torch.ones(size, size)  # float, where a bool tensor was meant
+        return ones.tril() & ones.triu(-(window - 1))
+
+    with pytest.raises(AssertionError) as info:
+        _core.run(my_mask, _core.Case("a window of 2", (4, 2)))
+    message = " ".join(str(info.value).split())
+    assert "still the stub" not in message
+    assert "raised NotImplementedError on case 'a window of 2'" in message
+    assert "Where it goes wrong" in message and "ones.tril() & ones.triu" in message

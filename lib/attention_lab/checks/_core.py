@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
-from typing import Any, Callable  # noqa: UP035
+from typing import Any, Callable, NoReturn  # noqa: UP035
 
 import torch
 
@@ -160,32 +160,47 @@ def run(fn: Callable, case: Case, error_hint: Callable[[Exception], str | None] 
     ``error_hint`` names the likely mistake behind an exception the learner's code raised;
     when it names none, :func:`read_crash` says what the crash means for the learner's shapes.
     """
-    fn_name = name_of(fn)
     try:
         with torch.no_grad():
             return fn(*case.args, **case.kwargs)
-    except NotImplementedError:
-        raise AssertionError(
-            wrap(
-                f"{fn_name} raised NotImplementedError: it is still the stub. Replace the line "
-                '"raise NotImplementedError(...)" with your implementation, run that cell, '
-                "then run this check again."
-            )
-        ) from None
+    except NotImplementedError as error:
+        if _is_the_stub(error):
+            raise AssertionError(
+                wrap(
+                    f"{name_of(fn)} raised NotImplementedError: it is still the stub. Replace the "
+                    'line "raise NotImplementedError(...)" with your implementation, run that '
+                    "cell, then run this check again."
+                )
+            ) from None
+        _crash(fn, case, error, error_hint)
     except Exception as error:
-        mistake = (error_hint(error) if error_hint else None) or _dtype_error(error)
-        if mistake:
-            last = f"\nLikely mistake: {MISTAKES[mistake]}."
-        else:
-            try:
-                where = read_crash(fn, case, error)
-            except Exception:  # noqa: BLE001 - a reading that fails must not hide the crash
-                where = None
-            last = f"\nWhere it goes wrong: {where}." if where else ""
-        text = str(error).strip()
-        raise AssertionError(
-            wrap(f"{fn_name} raised {type(error).__name__} on case '{case.name}': {text}{last}")
-        ) from error
+        _crash(fn, case, error, error_hint)
+
+
+def _is_the_stub(error: NotImplementedError) -> bool:
+    """Whether ``error`` came from a ``raise NotImplementedError`` line, as the stub raises it,
+    rather than from PyTorch refusing an operation (``&`` on floats raises it too)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    line = (frames[-1].line or "").strip() if frames else ""
+    return not line or line.startswith("raise NotImplementedError")
+
+
+def _crash(fn: Callable, case: Case, error: Exception, error_hint) -> NoReturn:
+    """Raise the AssertionError that reports ``error``, raised by the learner's ``fn``."""
+    fn_name = name_of(fn)
+    mistake = (error_hint(error) if error_hint else None) or _dtype_error(error)
+    if mistake:
+        last = f"\nLikely mistake: {MISTAKES[mistake]}."
+    else:
+        try:
+            where = read_crash(fn, case, error)
+        except Exception:  # noqa: BLE001 - a reading that fails must not hide the crash
+            where = None
+        last = f"\nWhere it goes wrong: {where}." if where else ""
+    text = str(error).strip()
+    raise AssertionError(
+        wrap(f"{fn_name} raised {type(error).__name__} on case '{case.name}': {text}{last}")
+    ) from error
 
 
 # Where the library, PyTorch, the installed packages and the standard library live: a frame
