@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch.nn import functional as F
 
 from attention_lab.checks import MISTAKES, check_document_mask, check_sliding_window_mask
 from attention_lab.masks import from_mask_mod
@@ -285,3 +286,16 @@ def test_a_leak_into_another_document_is_located():
     message = flat(info.value)
     assert "Likely mistake" not in message
     assert "keys seen that must be blocked (in another document), the first at query 3" in message
+
+
+def test_ids_of_another_integer_dtype_are_tried():
+    """One-hot encoding the ids works for int64 ids only (F.one_hot refuses int32): the
+    contract allows any integer dtype, so the check must try one."""
+
+    def one_hot_documents(ids):
+        same = F.one_hot(ids) @ F.one_hot(ids).T  # [T, T]: 1 where two ids are equal
+        return (same > 0) & torch.ones(len(ids), len(ids), dtype=torch.bool).tril()
+
+    with pytest.raises(AssertionError) as info:
+        check_document_mask(one_hot_documents)
+    assert "int32 ids" in " ".join(str(info.value).split())

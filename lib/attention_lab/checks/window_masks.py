@@ -385,6 +385,10 @@ def _document_cases() -> list[Case]:
         Case("ids [7, 7, 3, 3, 3, 9]: not numbered in order", (torch.tensor([7, 7, 3, 3, 3, 9]),)),
         Case("every token its own document, T=4", (torch.tensor([0, 1, 2, 3]),)),
         Case("a single token", (torch.tensor([0]),)),
+        Case(
+            "int32 ids [2, 2, 5, 5, 5]: another integer dtype",
+            (torch.tensor([2, 2, 5, 5, 5], dtype=torch.int32),),
+        ),
     ]
 
 
@@ -396,7 +400,7 @@ def check_document_mask(fn: Callable) -> None:
     :func:`attention_lab.masks.document_mask`: query ``i`` may attend to key ``j`` iff
     ``j <= i`` and both are in the same document (block-diagonal, causal within each block).
     Cases: three documents, one document, ids not numbered in order, one token per document,
-    a single token.
+    a single token, ids of dtype ``int32``.
 
     On a failure it probes ``fn`` with ids of its own and names the mistake whose masks ``fn``
     returns on all of them, or says which entries are wrong (keys seen in the future or in
