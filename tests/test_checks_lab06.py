@@ -225,3 +225,27 @@ def test_right_scores_ranked_wrongly_are_located():
     with pytest.raises(AssertionError) as info:
         check(search_ranking_the_second_best_first)
     assert "your scores are right and so is the set" in flat(info.value)
+
+
+def test_a_count_over_the_batch_axis_is_not_called_a_mask_mistake():
+    """count = mask.sum(dim=0) is [T]; dividing the sums [B, D] by it fails on the same two
+    sizes (T and D) as a mask without its trailing axis, but on axis 1, not 2: the check must
+    not name the mask, and says where the learner's code crashed instead."""
+
+    def count_over_batch(query_hidden, query_mask, doc_hidden, doc_mask, k):
+        def pool(hidden, mask):
+            weights = mask.to(hidden.dtype)
+            total = (hidden * weights.unsqueeze(-1)).sum(1)  # [B, D]
+            return total / weights.sum(dim=0).clamp(min=1e-9)  # [T]: the wrong axis
+
+        scores = (
+            F.normalize(pool(query_hidden, query_mask), dim=-1)
+            @ F.normalize(pool(doc_hidden, doc_mask), dim=-1).T
+        )
+        return scores, scores.topk(k, dim=-1).indices
+
+    with pytest.raises(AssertionError) as info:
+        checks.check_pooling_and_search(count_over_batch)
+    message = " ".join(str(info.value).split())
+    assert "Likely mistake" not in message, message
+    assert "Where it goes wrong" in message and "weights.sum(dim=0)" in message

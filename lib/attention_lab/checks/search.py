@@ -226,7 +226,10 @@ _SEARCH_MISTAKES = (
 
 
 _PRODUCT = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
-_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+_MISMATCH = re.compile(
+    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+    r"(?: at non-singleton dimension (\d+))?"
+)
 
 
 def _search_error(error: Exception, case: Case) -> str | None:
@@ -246,8 +249,13 @@ def _search_error(error: Exception, case: Case) -> str | None:
     found = _MISMATCH.search(text)
     if not found:
         return None
-    sizes = {int(size) for size in found.groups()}
+    sizes = {int(size) for size in found.groups()[:2]}
+    axis = found.group(3)
     (q, t_q, width), (n, t_n, _) = query_hidden.shape, doc_hidden.shape
+    if sizes in ({t_q, width}, {t_n, width}) and axis not in (None, "2"):
+        # A mask [B, T] against vectors [B, T, D] fails on axis 2; a count [T] against
+        # sums [B, D] (a count over the batch axis) on axis 1, with the same two sizes.
+        return None
     if sizes in ({t_q, width}, {t_n, width}, {q, t_q}, {n, t_n}):
         return "pool_mask_not_unsqueezed"
     if sizes in ({width, q}, {width, n}):
