@@ -254,15 +254,24 @@ def _sources_of(size: int, arguments: list[tuple[str, Any]]) -> list[str]:
     return found
 
 
-# PyTorch's errors about shapes: pattern -> what the sizes in it mean, with {0}, {1} the sizes.
+# PyTorch's text when two sizes do not broadcast: the two sizes, then the axis of the result.
+BROADCAST_ERROR = re.compile(
+    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+    r"(?: at non-singleton dimension (\d+))?"
+)
+# PyTorch's text when a matrix product's inner sizes differ: the two inner sizes.
+PRODUCT_ERROR = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
+
+# PyTorch's errors about shapes: pattern (its first two groups the sizes) -> what the sizes
+# mean, with {0}, {1} the sizes.
 _SHAPE_ERRORS = (
     (
-        re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"),
+        BROADCAST_ERROR,
         "two tensors meet whose sizes along one axis are {0} and {1}, and only equal sizes "
         "or 1 broadcast (in an elementwise operation, or the batch axes of a product)",
     ),
     (
-        re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)"),
+        PRODUCT_ERROR,
         "it multiplies matrices whose inner sizes differ: {0} columns against {1} rows",
     ),
     (
@@ -298,7 +307,7 @@ def read_crash(fn: Callable, case: Case, error: Exception) -> str | None:
         found = pattern.search(str(error))
         if not found:
             continue
-        sizes = [int(s) for s in found.groups()]
+        sizes = [int(s) for s in found.groups()[:2]]
         parts.append(meaning.format(*sizes))
         named = ["0 is an empty slice (one that starts past the end of its axis)"] * (0 in sizes)
         for size in dict.fromkeys(sizes):

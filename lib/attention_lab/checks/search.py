@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
@@ -14,6 +13,8 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab.bert import mean_pool
 from attention_lab.checks._core import (
+    BROADCAST_ERROR,
+    PRODUCT_ERROR,
     Case,
     Result,
     check_callable,
@@ -225,13 +226,6 @@ _SEARCH_MISTAKES = (
 )
 
 
-_PRODUCT = re.compile(r"shapes cannot be multiplied \(\d+x(\d+) and (\d+)x\d+\)")
-_MISMATCH = re.compile(
-    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
-    r"(?: at non-singleton dimension (\d+))?"
-)
-
-
 def _search_error(error: Exception, case: Case) -> str | None:
     """The mistake a crash of the pooling or the scores points to, by the two sizes PyTorch
     could not broadcast: a token count against the width or the batch (the mask without its
@@ -242,11 +236,11 @@ def _search_error(error: Exception, case: Case) -> str | None:
     if "selected index k out of range" in text:
         return "search_scores_transposed"
     query_hidden, _, doc_hidden, _, _ = case.args
-    product = _PRODUCT.search(text)
+    product = PRODUCT_ERROR.search(text)
     inner = {int(size) for size in product.groups()} if product else set()
     if len(inner) == 2 and inner == {query_hidden.shape[1], doc_hidden.shape[1]}:
         return "pooled_over_features"  # [Q, Tq] @ [Tn, N]
-    found = _MISMATCH.search(text)
+    found = BROADCAST_ERROR.search(text)
     if not found:
         return None
     sizes = {int(size) for size in found.groups()[:2]}
