@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
 from attention_lab.efficient import KVCache, decode_step, peak_memory, tiled_attention
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
-from support.tensors import HALF_TOLERANCE, random_inputs
+from support.tensors import HALF_TOLERANCE, random_inputs, rope_scalings
 
 CASES = {
     # name: (query, key, value, block_size)
@@ -456,19 +456,9 @@ def test_peak_live_memory_of_tiled_attention_is_linear_in_sequence_length(use_ma
 # decode_step with a scaled rotary embedding: the cache holds rotated keys, so it reproduces the
 # full pass only when the frequencies do not depend on the length.
 
-FIXED_SCALINGS = {
-    "none": None,
-    "linear": {"rope_type": "linear", "factor": 2.0},
-    "yarn": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4},
-    "llama3": {
-        "rope_type": "llama3",
-        "factor": 2.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 4,
-    },
-}
-DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4}
+SCALINGS = rope_scalings(factor=2.0, original=4)
+FIXED_SCALINGS = {kind: s for kind, s in SCALINGS.items() if kind != "dynamic"}
+DYNAMIC = SCALINGS["dynamic"]
 
 
 @pytest.mark.parametrize("scaling", FIXED_SCALINGS.values(), ids=FIXED_SCALINGS.keys())

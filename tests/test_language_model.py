@@ -21,6 +21,7 @@ from attention_lab.layers import EncoderLayer
 from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.positional import sinusoidal_encoding
 from attention_lab.training import evaluate, train
+from support.tensors import rope_scalings
 
 CONFIG = DecoderConfig(vocab_size=7, max_len=12, d_model=16, num_layers=2, num_heads=4, d_ff=24)
 
@@ -306,16 +307,26 @@ POSITION_CONFIGS = [{"positions": kind} for kind in POSITIONS if kind != "sinuso
 ]
 
 
+def decoded_in_pieces(model, token_ids, prompt):
+    """``model``'s logits for ``token_ids`` [B, T] decoded with its caches (the first
+    ``prompt`` tokens at once, then one token a step), and its full pass's logits."""
+    caches = model.new_caches(token_ids.shape[0])
+    with torch.no_grad():
+        full, _ = model(token_ids)
+        pieces = [model.decode(token_ids[:, :prompt], caches)[0]]
+        pieces += [
+            model.decode(token_ids[:, t : t + 1], caches)[0]
+            for t in range(prompt, token_ids.shape[1])
+        ]
+    return torch.cat(pieces, dim=1), full
+
+
 @pytest.mark.parametrize("changes", POSITION_CONFIGS, ids=repr)
 def test_every_position_signal_decodes_in_pieces_to_the_full_logits(changes):
     model = make_model(dataclass_replace(CONFIG, **changes), seed=9)
     token_ids = random_ids(2, CONFIG.max_len, seed=10)
-    caches = model.new_caches(2)
-    with torch.no_grad():
-        full, _ = model(token_ids)
-        pieces = [model.decode(token_ids[:, :5], caches)[0]]
-        pieces += [model.decode(token_ids[:, t : t + 1], caches)[0] for t in range(5, 12)]
-    torch.testing.assert_close(torch.cat(pieces, dim=1), full)
+    decoded, full = decoded_in_pieces(model, token_ids, prompt=5)
+    torch.testing.assert_close(decoded, full)
 
 
 @pytest.mark.parametrize(
@@ -588,18 +599,9 @@ def test_language_errors():
 # Cached decoding with a scaled rotary embedding (fixed frequencies: the full logits; dynamic:
 # refused, since every cached key would need rotating again as the length grows).
 
-FIXED_ROPE_SCALINGS = {
-    "linear": {"rope_type": "linear", "factor": 2.0},
-    "yarn": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4},
-    "llama3": {
-        "rope_type": "llama3",
-        "factor": 2.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 4,
-    },
-}
-DYNAMIC_ROPE = {"rope_type": "dynamic", "factor": 2.0, "original_max_position_embeddings": 4}
+ROPE_SCALINGS = rope_scalings(factor=2.0, original=4)
+FIXED_ROPE_SCALINGS = {k: v for k, v in ROPE_SCALINGS.items() if k not in ("none", "dynamic")}
+DYNAMIC_ROPE = ROPE_SCALINGS["dynamic"]
 
 
 @pytest.mark.parametrize(
@@ -609,12 +611,8 @@ def test_decode_with_a_fixed_rope_scaling_gives_the_full_logits(scaling):
     config = dataclass_replace(CONFIG, positions="rope", rope_scaling=scaling)
     model = make_model(config, seed=9, dtype=torch.float32)
     token_ids = random_ids(2, CONFIG.max_len, seed=10)
-    caches = model.new_caches(2)
-    with torch.no_grad():
-        full, _ = model(token_ids)
-        pieces = [model.decode(token_ids[:, :3], caches)[0]]
-        pieces += [model.decode(token_ids[:, t : t + 1], caches)[0] for t in range(3, 12)]
-    torch.testing.assert_close(torch.cat(pieces, dim=1), full, rtol=0, atol=1e-5)
+    decoded, full = decoded_in_pieces(model, token_ids, prompt=3)
+    torch.testing.assert_close(decoded, full, rtol=0, atol=1e-5)
 
 
 def test_cached_decoding_refuses_dynamic_rope_scaling():
