@@ -269,13 +269,11 @@ def _check_decode_inputs(attention: MultiHeadAttention, x: torch.Tensor, cache: 
         raise TypeError(f"attention must be a MultiHeadAttention, got {type(attention).__name__}")
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
-    if attention.rotary is not None and attention.rotary.dynamic:
-        raise ValueError(
-            "attention has rope_scaling with rope_type 'dynamic', whose frequencies depend on "
-            "the current length: every cached key would need re-rotating as the length grows, "
-            "so a cache cannot reproduce the full pass. Run attention(x, mask=causal_mask(T)) "
-            "on the whole sequence instead, or use a scaling with fixed frequencies ('linear', "
-            "'yarn', 'llama3')"
+    if attention.rotary is not None:
+        attention.rotary.check_cacheable(
+            "attention's rope_scaling",
+            "run attention(x, mask=causal_mask(T)) on the whole sequence instead, or use a "
+            "scaling with fixed frequencies ('linear', 'yarn', 'llama3')",
         )
     check_sequence(x, "x", attention.d_model)
     batch = x.shape[0]

@@ -157,18 +157,14 @@ class DecoderConfig(ModelConfig):
         return options
 
 
-def _refuse_dynamic_rope(
+def _check_cacheable(
     model: DecoderLM,
     fix: str = "call the model on the whole sequence instead (generate: use_cache=False)",
 ) -> None:
     """Raise if ``model``'s rotary embedding has "dynamic" scaling, which no cache reproduces."""
     rotary = model.layers[0].self_attn.rotary
-    if rotary is not None and rotary.dynamic:
-        raise ValueError(
-            "config.rope_scaling has rope_type 'dynamic', whose frequencies depend on the "
-            "current length: every cached key would need re-rotating as the length grows, so "
-            f"a key/value cache cannot reproduce the model's logits; {fix}"
-        )
+    if rotary is not None:
+        rotary.check_cacheable("config.rope_scaling", fix)
 
 
 def _run_layer_cached(
@@ -302,7 +298,7 @@ class DecoderLM(nn.Module):
             ValueError: If ``batch_size`` is not positive, or the model's rotary embedding has
                 ``"dynamic"`` scaling (no cache reproduces it).
         """
-        _refuse_dynamic_rope(self)
+        _check_cacheable(self)
         weight = self.embedding.weight
         return [
             KVCache(
@@ -348,7 +344,7 @@ class DecoderLM(nn.Module):
                 "decode needs a causal model: with causal=False every earlier position would "
                 "also attend to the new ones, which a key/value cache cannot update"
             )
-        _refuse_dynamic_rope(self)
+        _check_cacheable(self)
         if not isinstance(caches, list) or not all(isinstance(c, KVCache) for c in caches):
             raise TypeError("caches must be the list of KVCache that new_caches returns")
         if len(caches) != len(self.layers):
@@ -431,7 +427,7 @@ def generate(
     if use_cache and not model.config.causal:
         raise ValueError("use_cache=True needs a causal model; pass use_cache=False")
     if use_cache:
-        _refuse_dynamic_rope(model, "pass use_cache=False")
+        _check_cacheable(model, "pass use_cache=False")
 
     generator = torch.Generator(device=prompt_ids.device).manual_seed(seed)
     ids = prompt_ids.long()  # [B, P]

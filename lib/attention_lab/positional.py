@@ -646,6 +646,27 @@ class RotaryEmbedding(nn.Module):
         rotated = torch.stack((first * cos - second * sin, first * sin + second * cos), pair_axis)
         return rotated.flatten(-2).to(x.dtype)  # [..., T, Dh]
 
+    def check_cacheable(self, setting: str, fix: str) -> None:
+        """Refuse a key/value cache for a ``"dynamic"`` scaling.
+
+        Keys are rotated before they are cached; with ``"dynamic"`` scaling the frequencies
+        change with the length, so keys rotated at earlier lengths no longer match the full pass.
+
+        Args:
+            setting: What the caller calls the scaling, for the message
+                (``"config.rope_scaling"``).
+            fix: What to do instead, for the message.
+
+        Raises:
+            ValueError: If the scaling is ``"dynamic"``.
+        """
+        if self.dynamic:
+            raise ValueError(
+                f"{setting} has rope_type 'dynamic', whose frequencies depend on the current "
+                "length: every cached key would need re-rotating as the length grows, so a "
+                f"key/value cache cannot reproduce the full pass; {fix}"
+            )
+
     def extra_repr(self) -> str:
         scaling = "" if self.scaling is None else f", scaling={self.scaling}"
         return f"head_dim={self.head_dim}, base={self.base}, layout={self.layout!r}{scaling}"
