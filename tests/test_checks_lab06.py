@@ -162,6 +162,34 @@ def search_divided_by_squared_length(query_hidden, query_mask, doc_hidden, doc_m
     return scores, scores.topk(k, dim=1).indices
 
 
+def search_query_by_query_over_all_documents_norm(
+    query_hidden, query_mask, doc_hidden, doc_mask, k
+):
+    """Wrong: a cosine per query in a loop, divided by the norm of the whole documents matrix
+    (no dim) instead of each document's length."""
+
+    def pool(hidden, mask):
+        m = mask.to(hidden.dtype).unsqueeze(-1)
+        return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+
+    q, d = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
+    rows = [d @ q[i] / (q[i].norm() * d.norm()) for i in range(len(q))]
+    scores = torch.stack(rows)
+    return scores, scores.topk(k, dim=-1).indices
+
+
+def search_everything_over_one_norm(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    """Wrong: both sides divided by their whole matrix's norm, as if normalising a tensor."""
+
+    def pool(hidden, mask):
+        m = mask.to(hidden.dtype).unsqueeze(-1)
+        return (hidden * m).sum(1) / m.sum(1).clamp(min=1e-9)
+
+    q, d = pool(query_hidden, query_mask), pool(doc_hidden, doc_mask)
+    scores = (q / q.norm()) @ (d / d.norm()).T
+    return scores, scores.topk(k, dim=-1).indices
+
+
 RIGHT = [search, search_with_einsum_and_sort, search_with_cosine_similarity]
 WRONG = [
     (check, search_pooling_the_last_token, "pooled_last_token"),
@@ -181,6 +209,13 @@ WRONG = [
     (check, search_in_float64, "wrong_dtype"),
     (check, with_(search, pool="sum_all_over_real"), "mean_over_padding"),
     (check, with_(search, pool="normalised_tokens"), "tokens_normalised_before_pooling"),
+    (
+        check,
+        with_(search, pool="normalised_tokens", normalise="none"),
+        "tokens_normalised_before_pooling",
+    ),
+    (check, search_query_by_query_over_all_documents_norm, "normalised_by_whole_matrix"),
+    (check, search_everything_over_one_norm, "normalised_by_whole_matrix"),
     (check, with_(search, pool="first"), "pooled_first_token"),
     (check, with_(search, pool="max"), "max_pooled"),
     (check, with_(search, pool="inverted"), "pool_mask_inverted"),

@@ -81,7 +81,14 @@ MISTAKES = register_mistakes(
         ),
         "tokens_normalised_before_pooling": (
             "the token vectors are scaled to length 1 before the mean: pool the raw token "
-            "vectors first, then scale each pooled sentence vector to length 1"
+            "vectors first, then scale each pooled sentence vector to length 1 (the mean of "
+            "unit vectors is shorter than 1, and scaling it again still weighs every token "
+            "alike instead of by its length)"
+        ),
+        "normalised_by_whole_matrix": (
+            "the pooled vectors are divided by the length of the whole matrix, x.norm() with "
+            "no dim (the square root of the sum of squares over every sentence), not each by "
+            "its own length: F.normalize(x, dim=-1), or x / x.norm(dim=-1, keepdim=True)"
         ),
         "pooled_first_token": (
             "the sentence vector is the first token's vector: mean-pool over all the real "
@@ -176,6 +183,13 @@ def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: 
     documents = pool(doc_hidden, doc_mask, "documents")
     if mistake == "normalised_wrong_axis":
         queries, documents = F.normalize(queries, dim=0), F.normalize(documents, dim=0)
+    elif mistake == "normalised_by_whole_matrix":
+        # The documents' whole [N, D] matrix; the queries' too, or each query its own length
+        # (as a loop over the queries computes q @ documents.T / (q.norm() * documents.norm())).
+        whole = queries.norm() if how == "both" else queries.norm(dim=-1, keepdim=True)
+        queries, documents = queries / whole, documents / documents.norm()
+    elif mistake == "tokens_normalised_before_pooling" and how == "only":
+        pass  # the mean of unit vectors, never scaled to length 1 again
     elif mistake == "normalised_one_side":
         side = {"queries": queries, "documents": documents}
         side[how] = F.normalize(side[how], dim=-1)
@@ -206,6 +220,7 @@ _SEARCH_MISTAKES = (
     "mean_over_padding/queries",
     "mean_over_padding/documents",
     "tokens_normalised_before_pooling",
+    "tokens_normalised_before_pooling/only",
     "pooled_first_token",
     "pooled_last_token/real",
     "pooled_last_token/position",
@@ -218,6 +233,8 @@ _SEARCH_MISTAKES = (
     "normalised_wrong_norm/l1",
     "normalised_one_side/queries",
     "normalised_one_side/documents",
+    "normalised_by_whole_matrix/documents",
+    "normalised_by_whole_matrix/both",
     "ranked_ascending",
     "top_values_not_indices",
     "top_not_best_first",
@@ -315,7 +332,8 @@ def check_pooling_and_search(fn: Callable) -> None:
     Mistakes it names: ``mean_over_padding``, ``pool_mask_not_unsqueezed``,
     ``pool_mask_inverted``, ``tokens_normalised_before_pooling``, ``pooled_first_token``,
     ``max_pooled``, ``empty_sequence_nan``, ``cosine_not_normalised``,
-    ``normalised_wrong_axis``, ``normalised_wrong_norm``, ``pooled_last_token``,
+    ``normalised_wrong_axis``, ``normalised_wrong_norm``, ``normalised_by_whole_matrix``,
+    ``pooled_last_token``,
     ``normalised_one_side``, ``search_scores_transposed``,
     ``ranked_ascending``, ``top_values_not_indices``, ``top_not_best_first``,
     ``top_skips_best``, ``top_wrong_count``, ``sequence_sum_without_keepdim``,
