@@ -28,6 +28,7 @@ CORE = {
     "masks": {"_validation"},
     "positional": {"_validation"},
     "attention": {"_validation", "masks", "positional"},
+    "latent_attention": {"_validation", "attention", "positional"},
     "layers": {"_validation", "attention", "positional"},
     "efficient": {"_validation", "attention", "masks"},
     "training": {"_validation", "layers", "masks"},
@@ -151,3 +152,14 @@ def test_importing_does_not_load_matplotlib(name):
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
+
+
+# A module a reader can hold in mind: past this, it holds more than one concept and is split
+# (latent attention left attention.py that way).
+MAX_LINES = 800
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_is_over_the_line_budget(name):
+    lines = MODULES[name].read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_LINES, f"attention_lab.{name} has {lines} lines, over {MAX_LINES}: split it"

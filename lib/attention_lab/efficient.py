@@ -416,8 +416,8 @@ class CacheShape:
     Multi-head attention caches a key and a value of width ``Dh`` for each of its ``H`` heads, per
     position and layer; grouped-query attention caches ``Hkv < H`` heads, multi-query attention
     one; multi-head latent attention (DeepSeek-V2/V3) caches one latent of width ``R`` and one
-    shared RoPE key of width ``Dr`` (:class:`~attention_lab.attention.LatentCache`); a sliding
-    window of ``W`` positions (Mistral 7B v0.1) keeps at most ``W`` positions per layer.
+    shared RoPE key of width ``Dr`` (:class:`~attention_lab.latent_attention.LatentCache`); a
+    sliding window of ``W`` positions (Mistral 7B v0.1) keeps at most ``W`` positions per layer.
 
     Args:
         num_layers: Number of attention layers ``L``, a positive int.
