@@ -1049,7 +1049,7 @@ def cache_page(browser, server):
 
 def check_cache(state: dict) -> None:
     """Every model's numbers against CacheShape.cache_bytes, exactly (whole numbers < 2**53)."""
-    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES
+    from attention_lab.caches import PUBLISHED_CACHE_SHAPES
 
     assert [r["name"] for r in state["rows"]] == list(PUBLISHED_CACHE_SHAPES)
     for row in state["rows"]:
@@ -1076,7 +1076,7 @@ def test_cache_shapes_come_from_the_library(cache_page):
     # One source: the page's data-config holds the library's shapes, field for field.
     import dataclasses
 
-    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES
+    from attention_lab.caches import PUBLISHED_CACHE_SHAPES
 
     models = cache_page.state()["config"]["models"]
     assert models == [

@@ -8,8 +8,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attention_lab.efficient import PUBLISHED_CACHE_SHAPES, CacheShape, KVCache
-from attention_lab.latent_attention import LatentCache
+from attention_lab.caches import PUBLISHED_CACHE_SHAPES, CacheShape, KVCache, LatentCache
 
 
 def allocated_numbers_per_token(shape: CacheShape) -> int:

@@ -13,7 +13,7 @@ from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3Rotary
 
 from attention_lab import positional
 from attention_lab.attention import MultiHeadAttention
-from attention_lab.efficient import KVCache, decode_step
+from attention_lab.caches import KVCache, decode_step
 from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.positional import RotaryEmbedding, rotary_embedding
 from support.tensors import random_inputs

@@ -11,7 +11,8 @@ from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
 )
 
 from attention_lab.attention import MultiHeadAttention
-from attention_lab.latent_attention import LatentAttention, LatentCache
+from attention_lab.caches import LatentCache
+from attention_lab.latent_attention import LatentAttention
 from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.positional import RotaryEmbedding, rotary_embedding
 from support.tensors import random_inputs

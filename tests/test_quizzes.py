@@ -260,7 +260,7 @@ def _products_catch_up_with_projections() -> float:
 
 
 def _cache_numbers() -> float:
-    from attention_lab.efficient import KVCache
+    from attention_lab.caches import KVCache
 
     cache = KVCache(batch_size=1, num_heads=12, head_dim=32, max_len=512)
     return cache.keys.numel() + cache.values.numel()
@@ -324,7 +324,8 @@ def _causal_weights_21() -> float:
 
 
 def _gqa_cache_bytes_per_token() -> float:
-    from attention_lab.efficient import KVCache, peak_memory
+    from attention_lab.caches import KVCache
+    from attention_lab.efficient import peak_memory
 
     one_layer = peak_memory(KVCache, 1, 8, 128, 16, dtype=torch.float16)  # 16 tokens
     return one_layer * 32 / 16  # 32 layers, per token
@@ -374,7 +375,8 @@ def _window_receptive_field() -> float:
 
 
 def _windowed_cache_mebibytes() -> float:
-    from attention_lab.efficient import KVCache, peak_memory
+    from attention_lab.caches import KVCache
+    from attention_lab.efficient import peak_memory
 
     # A windowed layer holds its last 4,096 positions, whatever the context.
     one_layer = peak_memory(KVCache, 1, 8, 128, 4096, dtype=torch.float16)
@@ -397,7 +399,8 @@ def _even_first_token_share() -> float:
 
 
 def _qwen3_cache_bytes_per_token() -> float:
-    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES, KVCache, peak_memory
+    from attention_lab.caches import PUBLISHED_CACHE_SHAPES, KVCache
+    from attention_lab.efficient import peak_memory
 
     shape = PUBLISHED_CACHE_SHAPES["Qwen3 8B"]
     one_layer = peak_memory(KVCache, 1, 8, 128, 16, dtype=torch.bfloat16)  # 16 tokens

@@ -422,7 +422,7 @@ def test_sinks_and_softcap_arguments_are_checked():
 
 
 def test_multi_head_attention_with_alibi_adds_the_bias_and_decodes_with_a_cache():
-    from attention_lab.efficient import KVCache, decode_step
+    from attention_lab.caches import KVCache, decode_step
 
     torch.manual_seed(0)
     attention = MultiHeadAttention(24, 6, num_kv_heads=2, alibi=True).eval()

@@ -32,8 +32,13 @@ Submodules:
   attention maps, and the ``bert`` encoder running its weights (imported on demand; it
   loads ``transformers`` only when called).
 - ``attention_lab.efficient``: exact attention computed block by block with an online softmax,
-  never holding the ``[Tq, Tk]`` weights, and a key/value cache for step-by-step decoding
+  never holding the ``[Tq, Tk]`` weights, and a counter of the tensor memory a call allocates
   (``from attention_lab import efficient``).
+- ``attention_lab.caches``: the key/value cache for step-by-step decoding and the step that
+  fills it, latent attention's cache, and the cache sizes of published models
+  (``from attention_lab import caches``).
+- ``attention_lab.latent_attention``: DeepSeek's multi-head latent attention
+  (``from attention_lab import latent_attention``).
 - ``attention_lab.data``: synthetic token sequences, padding, a patterned (reversal) task, and
   pandas frames with validation (imported on demand: ``from attention_lab import data``).
 - ``attention_lab.plotting`` and ``attention_lab.interactive``: figures of weights, masks and

@@ -491,7 +491,7 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The per-head queries, keys and values: projected, split, normalised and rotated.
 
-        The first half of :meth:`forward`; :func:`attention_lab.efficient.decode_step` calls it
+        The first half of :meth:`forward`; :func:`attention_lab.caches.decode_step` calls it
         on new tokens, stores their keys and values in a cache, then calls :meth:`attend`.
 
         Args:

@@ -8,7 +8,7 @@ train it on.
   final LayerNorm and a linear head that gives logits over the vocabulary at every position.
   Called as ``model(token_ids, mask)``, so :func:`attention_lab.training.train` trains it to
   predict each next token unchanged. :meth:`DecoderLM.decode` runs new positions only,
-  through one :class:`~attention_lab.efficient.KVCache` per layer.
+  through one :class:`~attention_lab.caches.KVCache` per layer.
 - :func:`generate`: greedy or temperature sampling, one token per step, with or without the
   key/value cache (the same tokens either way).
 - :class:`BracketLanguage`: a synthetic language whose rules are known (balanced brackets of
@@ -35,7 +35,7 @@ from attention_lab._validation import (
     check_real_above,
     check_token_ids,
 )
-from attention_lab.efficient import KVCache, decode_step
+from attention_lab.caches import KVCache, decode_step
 from attention_lab.layers import EncoderLayer, embed_tokens, token_embedding
 from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
@@ -171,7 +171,7 @@ def _run_layer_cached(
     layer: EncoderLayer, x: torch.Tensor, cache: KVCache
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The pre-norm branch of :meth:`EncoderLayer.forward` for new positions only: the layer's
-    own sub-layers, with :func:`~attention_lab.efficient.decode_step` (which reads and extends
+    own sub-layers, with :func:`~attention_lab.caches.decode_step` (which reads and extends
     ``cache``) in place of the full causal self-attention. ``x``: ``[B, Tn, D]``."""
     attended, weights = decode_step(layer.self_attn, layer.norm1(x), cache)  # [B, Tn, D]
     x = x + layer.dropout1(attended)
@@ -289,7 +289,7 @@ class DecoderLM(nn.Module):
         return self.head(self.final_norm(x)), attentions  # [B, T, V]
 
     def new_caches(self, batch_size: int) -> list[KVCache]:
-        """One empty :class:`~attention_lab.efficient.KVCache` per layer, for ``max_len``
+        """One empty :class:`~attention_lab.caches.KVCache` per layer, for ``max_len``
         positions of ``batch_size`` sequences, in the model's dtype and device; each holds the
         layer's ``num_kv_heads`` key/value heads.
 

@@ -1,9 +1,9 @@
-"""Multi-head latent attention (DeepSeek-V2 and V3) and the cache it fills.
+"""Multi-head latent attention (DeepSeek-V2 and V3).
 
 Keys and values rebuilt from one small latent vector per position, with a decoupled RoPE key
-shared by every head: :class:`LatentAttention`, and :class:`LatentCache`, which holds the
-latent and the rotated key instead of every head's keys and values. Chapter 16 compares its
-cache with grouped-query attention's.
+shared by every head: :class:`LatentAttention`. Its cache,
+:class:`~attention_lab.caches.LatentCache`, holds the latent and the rotated key instead of
+every head's keys and values; chapter 16 compares it with grouped-query attention's.
 """
 
 import math
@@ -13,111 +13,14 @@ from torch import nn
 
 from attention_lab._validation import (
     check_bool,
-    check_cache_room,
-    check_cache_sizes,
     check_int,
     check_probability,
     check_real_above,
     check_sequence,
 )
 from attention_lab.attention import scaled_dot_product_attention
+from attention_lab.caches import LatentCache
 from attention_lab.positional import ROTARY_LAYOUTS, RotaryEmbedding
-
-
-class LatentCache:
-    """What :class:`LatentAttention` caches per position: the latent and the shared RoPE key.
-
-    Multi-head latent attention rebuilds every head's keys and values from one small latent
-    vector per position, so the cache holds ``kv_lora_rank + qk_rope_head_dim`` numbers per
-    position and layer, instead of ``2 * H * Dh`` for multi-head attention. It lives here,
-    beside the module that fills it, not in :mod:`attention_lab.efficient`.
-
-    Args:
-        batch_size: Number of sequences ``B``, a positive int.
-        kv_lora_rank: Width ``R`` of the latent, a positive int.
-        rope_dim: Width ``Dr`` of the RoPE key, a positive int.
-        max_len: The most positions the cache can hold, a positive int.
-        dtype: Floating dtype of the stored tensors.
-        device: Device of the stored tensors.
-
-    Attributes:
-        latents: Shape ``[B, max_len, R]``; the first ``len(cache)`` positions are filled.
-        rope_keys: Shape ``[B, max_len, Dr]``, the rotated keys shared by every head.
-
-    Raises:
-        TypeError: If an argument has the wrong type.
-        ValueError: If a size is not positive.
-
-    Example:
-        >>> cache = LatentCache(batch_size=1, kv_lora_rank=8, rope_dim=4, max_len=16)
-        >>> cache.numbers_per_position
-        12
-    """
-
-    def __init__(
-        self,
-        batch_size: int,
-        kv_lora_rank: int,
-        rope_dim: int,
-        max_len: int,
-        *,
-        dtype: torch.dtype = torch.float32,
-        device: torch.device | str | None = None,
-    ) -> None:
-        check_cache_sizes(
-            {
-                "batch_size": batch_size,
-                "kv_lora_rank": kv_lora_rank,
-                "rope_dim": rope_dim,
-                "max_len": max_len,
-            },
-            dtype,
-        )
-        self.latents = torch.zeros(batch_size, max_len, kv_lora_rank, dtype=dtype, device=device)
-        self.rope_keys = torch.zeros(batch_size, max_len, rope_dim, dtype=dtype, device=device)
-        self._length = 0
-
-    def __len__(self) -> int:
-        return self._length
-
-    @property
-    def numbers_per_position(self) -> int:
-        """The count of numbers stored per position and sequence, ``R + Dr``."""
-        return self.latents.shape[-1] + self.rope_keys.shape[-1]
-
-    def append(
-        self, latent: torch.Tensor, rope_key: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store ``Tn`` new positions after those held; return views of every position held.
-
-        Args:
-            latent: Shape ``[B, Tn, R]``, the cache's dtype.
-            rope_key: Shape ``[B, Tn, Dr]``, the cache's dtype.
-
-        Returns:
-            A pair ``(latents, rope_keys)`` of shapes ``[B, len(cache), R]`` and
-            ``[B, len(cache), Dr]``.
-
-        Raises:
-            ValueError: If a shape or dtype does not match, or the cache would overflow.
-        """
-        new_len = latent.shape[1]
-        for name, tensor, store in (
-            ("latent", latent, self.latents),
-            ("rope_key", rope_key, self.rope_keys),
-        ):
-            expected = (store.shape[0], new_len, store.shape[2])
-            if tensor.shape != expected or tensor.dtype != store.dtype:
-                raise ValueError(
-                    f"{name} must have shape {list(expected)} and dtype {store.dtype}, got "
-                    f"{list(tensor.shape)} and {tensor.dtype}"
-                )
-        check_cache_room(self._length, new_len, self.latents.shape[1])
-        end = self._length + new_len
-        self.latents[:, self._length : end] = latent
-        self.rope_keys[:, self._length : end] = rope_key
-        self._length = end
-        return self.latents[:, :end], self.rope_keys[:, :end]  # [B, L, R], [B, L, Dr]
 
 
 class LatentAttention(nn.Module):

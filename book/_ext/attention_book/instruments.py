@@ -94,13 +94,13 @@ _BODY = re.compile(r'data-instrument="([a-z][a-z0-9_-]*)"')
 
 
 def published_cache_shapes() -> list[dict]:
-    """``attention_lab.efficient.PUBLISHED_CACHE_SHAPES`` as the cache instrument reads them.
+    """``attention_lab.caches.PUBLISHED_CACHE_SHAPES`` as the cache instrument reads them.
 
     One dict per model, in the library's order: ``name``, ``kind`` and the fields of
-    :class:`~attention_lab.efficient.CacheShape` (``num_layers``, ``num_heads``, ...; ``None``
+    :class:`~attention_lab.caches.CacheShape` (``num_layers``, ``num_heads``, ...; ``None``
     where unset). The page computes its sizes from these, so the library is their one source.
     """
-    from attention_lab.efficient import PUBLISHED_CACHE_SHAPES  # imports torch: only when used
+    from attention_lab.caches import PUBLISHED_CACHE_SHAPES  # imports torch: only when used
 
     return [
         {"name": name, "kind": shape.kind, **dataclasses.asdict(shape)}
@@ -110,7 +110,7 @@ def published_cache_shapes() -> list[dict]:
 
 # Settings taken from attention_lab when the page is built: the instrument's data-config gets
 # each key with the function's result, and the page depends on the library module named.
-LIBRARY_DATA = {"cache_memory": ("attention_lab.efficient", {"models": published_cache_shapes})}
+LIBRARY_DATA = {"cache_memory": ("attention_lab.caches", {"models": published_cache_shapes})}
 
 
 def figure(name: str, entry: dict, config: dict) -> InteractiveFigure:

@@ -1,6 +1,6 @@
 // Chapter 16's instrument: the size of the key/value cache of published models, side by side,
 // for the context length, batch size and precision the reader chooses. The models' shapes are
-// attention_lab.efficient.PUBLISHED_CACHE_SHAPES, written into the page's data-config when the
+// attention_lab.caches.PUBLISHED_CACHE_SHAPES, written into the page's data-config when the
 // book is built (book/_ext/attention_book/instruments.py): this file holds no model's numbers.
 // Per position, all layers (CacheShape.numbers_per_token):
 // - multi-head, grouped-query, multi-query: L * 2 * Hkv * Dh (a key and a value per kept head);
