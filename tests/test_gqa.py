@@ -357,3 +357,15 @@ def test_repr_shows_the_rotary_embedding():
     text = repr(make_gqa(4, 2, rope="half", rope_scaling=SCALED["linear"]))
     assert "(rotary): RotaryEmbedding(head_dim=6, base=10000.0, layout='half', scaling=" in text
     assert "rotary" not in repr(make_gqa(4, 2))
+
+
+def test_rope_scaling_is_read_only_and_a_copy():
+    scaling = dict(SCALED["linear"])
+    attention = make_gqa(4, 2, rope="half", rope_scaling=scaling)
+    assert attention.rope_scaling == scaling and make_gqa(4, 2).rope_scaling is None
+    scaling["factor"] = 8.0  # the caller's dict, edited after the build
+    shown = attention.rope_scaling
+    shown["factor"] = 16.0  # the copy the layer handed out, edited
+    assert attention.rope_scaling["factor"] == 2.0 == attention.rotary.scaling["factor"]
+    with pytest.raises(AttributeError, match="rope_scaling is read-only"):
+        attention.rope_scaling = SCALED["yarn"]

@@ -432,7 +432,6 @@ class MultiHeadAttention(nn.Module):
         self.head_dim = head_dim
         self.rope = rope
         self.rope_base = float(rope_base)
-        self.rope_scaling = None if rope_scaling is None else dict(rope_scaling)
         self.softcap = None if softcap is None else float(softcap)
         self.alibi = alibi
         self.dropout = float(dropout)
@@ -444,6 +443,21 @@ class MultiHeadAttention(nn.Module):
         self.k_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
         self.rotary = rotary
         self.sink_logits = nn.Parameter(torch.zeros(num_heads)) if sinks else None
+
+    @property
+    def rope_scaling(self) -> dict | None:
+        """The RoPE scaling the layer was built with (a copy), or ``None``. Read-only: the
+        rotary embedding computes its frequencies once, when the layer is built, so a new
+        scaling needs a new layer."""
+        scaling = None if self.rotary is None else self.rotary.scaling
+        return None if scaling is None else dict(scaling)
+
+    @rope_scaling.setter
+    def rope_scaling(self, value: object) -> None:
+        raise AttributeError(
+            "rope_scaling is read-only: the rotary frequencies were computed when the layer was "
+            "built; build a new MultiHeadAttention(..., rope_scaling=...) instead"
+        )
 
     def forward(
         self,
