@@ -6,7 +6,7 @@ the whole prefix for every new token. :class:`KVCache` keeps them for one layer,
 tokens only. :class:`LatentCache` is what multi-head latent attention
 (:class:`~attention_lab.latent_attention.LatentAttention`) keeps instead: one small latent and
 one shared rotated key per position. :class:`CacheShape` sizes a cache from a model's attention
-settings, and :data:`PUBLISHED_CACHE_SHAPES` holds those of published models.
+settings, and ``PUBLISHED_CACHE_SHAPES`` holds those of published models.
 """
 
 from dataclasses import dataclass
@@ -148,7 +148,9 @@ class KVCache:
 
 
 class LatentCache:
-    """What :class:`LatentAttention` caches per position: the latent and the shared RoPE key.
+    """What latent attention caches per position: the latent and the shared RoPE key.
+
+    The cache of :class:`~attention_lab.latent_attention.LatentAttention`.
 
     Multi-head latent attention rebuilds every head's keys and values from one small latent
     vector per position, so the cache holds ``kv_lora_rank + qk_rope_head_dim`` numbers per
@@ -322,8 +324,8 @@ class CacheShape:
     Multi-head attention caches a key and a value of width ``Dh`` for each of its ``H`` heads, per
     position and layer; grouped-query attention caches ``Hkv < H`` heads, multi-query attention
     one; multi-head latent attention (DeepSeek-V2/V3) caches one latent of width ``R`` and one
-    shared RoPE key of width ``Dr`` (:class:`~attention_lab.latent_attention.LatentCache`); a
-    sliding window of ``W`` positions (Mistral 7B v0.1) keeps at most ``W`` positions per layer.
+    shared RoPE key of width ``Dr`` (:class:`LatentCache`); a sliding window of ``W`` positions
+    (Mistral 7B v0.1) keeps at most ``W`` positions per layer.
 
     Args:
         num_layers: Number of attention layers ``L``, a positive int.

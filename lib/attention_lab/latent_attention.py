@@ -35,8 +35,8 @@ class LatentAttention(nn.Module):
     :class:`~attention_lab.positional.RotaryEmbedding`), and shared by all heads.
     Each query has both parts (``Dn + Dr``), projected by ``q_proj`` or, with ``q_lora_rank``,
     through a compressed query (``q_a_proj``, ``q_a_norm``, ``q_b_proj``). A cache
-    (:class:`LatentCache`) holds only the latent and the RoPE key: ``R + Dr`` numbers per
-    position instead of ``2 * H * Dh``.
+    (:class:`~attention_lab.caches.LatentCache`) holds only the latent and the RoPE key:
+    ``R + Dr`` numbers per position instead of ``2 * H * Dh``.
 
     Args:
         d_model: Model width ``D``, a positive int.
@@ -127,7 +127,8 @@ class LatentAttention(nn.Module):
         self.out_proj = nn.Linear(num_heads * v_head_dim, d_model, bias=bias)
 
     def new_cache(self, batch_size: int, max_len: int) -> LatentCache:
-        """An empty :class:`LatentCache` for this layer, in its dtype and on its device."""
+        """An empty :class:`~attention_lab.caches.LatentCache` for this layer, in its dtype and
+        on its device."""
         weight = self.kv_a_proj.weight
         return LatentCache(
             batch_size,
@@ -155,7 +156,8 @@ class LatentAttention(nn.Module):
                 a cache, ``causal_mask(L)[-T:]`` with one; a single new token needs none).
             positions: Shape ``[T]``, an integer dtype; defaults to ``len(cache) .. + T - 1``
                 (``0 .. T - 1`` without a cache).
-            cache: A :class:`LatentCache` for this layer, extended in place by ``x``'s latents.
+            cache: A :class:`~attention_lab.caches.LatentCache` for this layer, extended in place
+                by ``x``'s latents.
 
         Returns:
             A pair ``(output, weights)`` of shapes ``[B, T, D]`` and ``[B, H, T, L]``.
