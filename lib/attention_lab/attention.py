@@ -20,12 +20,7 @@ from attention_lab._validation import (
     check_sequence,
 )
 from attention_lab.masks import check_mask
-from attention_lab.positional import (
-    ROPE_SCALINGS,
-    ROTARY_LAYOUTS,
-    RotaryEmbedding,
-    alibi_bias,
-)
+from attention_lab.positional import ROPE_SCALINGS, ROTARY_LAYOUTS, RotaryEmbedding, alibi_bias
 
 
 def check_attention_inputs(
@@ -446,9 +441,8 @@ class MultiHeadAttention(nn.Module):
 
     @property
     def rope_scaling(self) -> dict | None:
-        """The RoPE scaling the layer was built with (a copy), or ``None``. Read-only: the
-        rotary embedding computes its frequencies once, when the layer is built, so a new
-        scaling needs a new layer."""
+        """The RoPE scaling the layer was built with (a copy), or ``None``: read-only, as the
+        rotary frequencies are computed once, when the layer is built."""
         scaling = None if self.rotary is None else self.rotary.scaling
         return None if scaling is None else dict(scaling)
 
