@@ -2,7 +2,7 @@
 
 One visit in the light theme records all that the per-page checks read: console errors, requests
 that would leave the machine, resources that answer 404, math typeset by the book's own MathJax,
-images loaded, a screenshot (``tests/screenshots/``, ignored by git), what the page downloads
+images loaded, a screenshot of its first screen (``tests/screenshots/``, ignored by git), what the page downloads
 (``support.page_weights``), axe-core's WCAG 2.0/2.1 A and AA violations once its scripts have
 finished (MathJax typeset, quizzes and explorers drawn) and, at a phone's width, display equations
 cut by their own sideways scroll. One visit in the dark theme records axe-core's violations there.
@@ -87,7 +87,9 @@ def visit(context, base: str, html_dir, axe, path: str, theme: str) -> dict:
         if theme == "light":
             SCREENSHOTS.mkdir(exist_ok=True)
             name = path.replace("/", "__").removesuffix(".html")
-            page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+            # The first screen only: a full-page screenshot of the longest pages takes longer
+            # than the rest of their visit (22 s for the API reference on the 2-core machine).
+            page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
             if n_math:
                 page.set_viewport_size(PHONE)
                 page.wait_for_function(f"() => window.innerWidth === {PHONE['width']}")
