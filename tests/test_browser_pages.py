@@ -2,12 +2,12 @@
 
 One visit in the light theme records all that the per-page checks read: console errors, requests
 that would leave the machine, resources that answer 404, math typeset by the book's own MathJax,
-images loaded, a screenshot of its first screen (``tests/screenshots/``, ignored by git), what the page downloads
-(``support.page_weights``), axe-core's WCAG 2.0/2.1 A and AA violations once its scripts have
-finished (MathJax typeset, quizzes and explorers drawn) and, at a phone's width, display equations
-cut by their own sideways scroll. One visit in the dark theme records axe-core's violations there.
-Opening each page once per theme, instead of once per check, is most of what the browser stage
-costs (a page takes seconds to settle: MathJax, plotly, fonts).
+images loaded, a screenshot of the first screen (``tests/screenshots/``, ignored by git), what the
+page downloads (``support.page_weights``), axe-core's WCAG 2.0/2.1 A and AA violations once its
+scripts have finished (MathJax typeset, quizzes and explorers drawn) and, at a phone's width,
+display equations cut by their own sideways scroll. One visit in the dark theme records axe-core's
+violations there. Opening each page once per theme, instead of once per check, is most of what the
+browser stage costs (a page takes seconds to settle: MathJax, plotly, fonts).
 
 Uses Debian's Chromium (``/usr/bin/chromium``, or ``CHROMIUM_PATH``) driven by Playwright;
 nothing downloads a browser. Without Chromium the tests skip, except with CI=true, where they fail.

@@ -326,15 +326,25 @@ def random_qkv(*shapes):
     return [torch.randn(shape, generator=generator) for shape in shapes]
 
 
-def test_from_mask_mod_places_queries_last_and_q_offset_zero_is_flex_top_left():
-    # 3 new queries against 7 keys (4 cached): bottom-right, as a KV cache needs.
-    assert torch.equal(from_mask_mod(causal_mod, 3, 7), causal_mask(7)[-3:])
-    # FlexAttention's create_mask (like is_causal=True) calls row i with q_idx = i: top-left.
-    top_left = flex_mask(causal_mod, 1, 1, 3, 7)[0, 0]
-    assert torch.equal(from_mask_mod(causal_mod, 3, 7, q_offset=0), top_left)
-    assert not torch.equal(top_left, causal_mask(7)[-3:])
-    shifted = flex_mask(lambda b, h, q, kv: causal_mod(b, h, q + 4, kv), 1, 1, 3, 7)[0, 0]
-    assert torch.equal(from_mask_mod(causal_mod, 3, 7), shifted)
+@given(q_len=st.integers(0, 9), kv_len=st.integers(0, 9), rule=st.sampled_from(HELPERS))
+def test_from_mask_mod_gives_what_flex_create_mask_gives_for_every_shape(q_len, kv_len, rule):
+    # FlexAttention calls row i with q_idx = i (top-left) for any Tq and Tk, Tq > Tk included.
+    _, mask_mod = helper_and_mod(rule, 9)
+    expected = flex_mask(mask_mod, 2, 3, q_len, kv_len)
+    assert torch.equal(from_mask_mod(mask_mod, q_len, kv_len, batch=2, heads=3), expected)
+
+
+@pytest.mark.parametrize(("q_len", "kv_len"), [(3, 7), (1, 5), (4, 4)])
+def test_from_mask_mod_q_offset_places_new_queries_after_a_cache(q_len, kv_len):
+    # Tq new queries against Tk keys (Tk - Tq cached): bottom-right, as a KV cache needs.
+    bottom_right = from_mask_mod(causal_mod, q_len, kv_len, q_offset=kv_len - q_len)
+    assert torch.equal(bottom_right, causal_mask(kv_len)[-q_len:])
+    shifted = flex_mask(
+        lambda b, h, q, kv: causal_mod(b, h, q + kv_len - q_len, kv), 1, 1, q_len, kv_len
+    )[0, 0]
+    assert torch.equal(bottom_right, shifted)
+    top_left = from_mask_mod(causal_mod, q_len, kv_len)
+    assert torch.equal(top_left, bottom_right) == (q_len == kv_len)
 
 
 def test_from_mask_mod_shapes_and_per_head_masks():
@@ -352,7 +362,8 @@ def test_from_mask_mod_shapes_and_per_head_masks():
         (lambda: from_mask_mod("causal", 2, 2), TypeError, "mask_mod must be callable"),
         (lambda: from_mask_mod(lambda b, h, q, kv: True, 2, 2), TypeError, "torch.bool"),
         (lambda: from_mask_mod(lambda b, h, q, kv: (kv - q).float(), 2, 2), TypeError, "float"),
-        (lambda: from_mask_mod(causal_mod, 3, 2), ValueError, "q_offset"),
+        (lambda: from_mask_mod(causal_mod, 3, 2, q_offset=-1), ValueError, "q_offset"),
+        (lambda: from_mask_mod(causal_mod, 3, 2, q_offset=1.0), TypeError, "q_offset"),
         (lambda: from_mask_mod(causal_mod, -1, 2), ValueError, "q_len"),
         (lambda: from_mask_mod(causal_mod, 2, 2, heads=0), ValueError, "heads"),
         (
@@ -402,7 +413,7 @@ def test_is_causal_is_top_left_and_the_library_bottom_right(q_len, kv_len):
     query, key, value = random_qkv((2, 3, q_len, 8), (2, 3, kv_len, 8), (2, 3, kv_len, 8))
     fused = F.scaled_dot_product_attention(query, key, value, is_causal=True)
     top_left, _ = scaled_dot_product_attention(
-        query, key, value, from_mask_mod(causal_mod, q_len, kv_len, q_offset=0)
+        query, key, value, from_mask_mod(causal_mod, q_len, kv_len)
     )
     bottom_right, _ = scaled_dot_product_attention(query, key, value, causal_mask(kv_len)[-q_len:])
     torch.testing.assert_close(fused, top_left)

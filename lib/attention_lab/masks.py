@@ -259,7 +259,7 @@ def from_mask_mod(
     *,
     batch: int | None = None,
     heads: int | None = None,
-    q_offset: int | None = None,
+    q_offset: int = 0,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
     """The boolean mask of a FlexAttention-style mask function.
@@ -272,11 +272,12 @@ def from_mask_mod(
     with tensor operations (``&``, ``|``, indexing, ``torch.where``), not ``if``; the same
     restriction as FlexAttention's.
 
-    ``q_idx`` is the position of the query in the sequence of keys. With ``Tq < Tk`` (new tokens
-    attending to a KV cache) the queries are the last ``Tq`` positions: row ``i`` is called with
-    ``q_idx = Tk - Tq + i``, so a causal ``mask_mod`` gives the bottom-right aligned mask a cache
-    needs. FlexAttention's ``create_mask`` and PyTorch's ``is_causal=True`` line up top-left
-    instead (``q_idx = i``); ``q_offset=0`` gives that.
+    Row ``i`` is called with ``q_idx = q_offset + i``. The default, ``q_offset=0``, lines the
+    queries up top-left, as FlexAttention's ``create_mask`` and ``flex_attention`` do (and
+    PyTorch's ``is_causal=True``), so a rule gives the mask FlexAttention gives for every
+    ``Tq`` and ``Tk``. New tokens attending to a KV cache are the last ``Tq`` of ``Tk``
+    positions: pass ``q_offset=Tk - Tq`` (bottom-right), and a causal ``mask_mod`` gives the
+    mask a cache needs.
 
     Args:
         mask_mod: A callable ``(b, h, q_idx, kv_idx) -> torch.bool tensor``.
@@ -285,8 +286,8 @@ def from_mask_mod(
         batch: Batch size ``B``, or ``None`` for no batch dimension.
         heads: Number of heads ``H``, or ``None`` for no head dimension. If only one of
             ``batch`` and ``heads`` is given, the other dimension has size 1.
-        q_offset: Position of the first query, a non-negative int; defaults to ``Tk - Tq``
-            (which must then be non-negative).
+        q_offset: Position of the first query, a non-negative int: 0 (top-left, as
+            FlexAttention) or ``Tk - Tq`` (bottom-right, for queries after a cache).
         device: Device of the index tensors and of the result; the default device if ``None``.
 
     Returns:
@@ -296,11 +297,15 @@ def from_mask_mod(
     Raises:
         TypeError: If ``mask_mod`` is not callable or does not return a ``torch.bool`` tensor,
             or a size is not an int.
-        ValueError: If a size is negative, ``q_len > kv_len`` without a ``q_offset``, or the
-            result of ``mask_mod`` does not broadcast to the mask's shape.
+        ValueError: If a size or ``q_offset`` is negative, or the result of ``mask_mod`` does
+            not broadcast to the mask's shape.
 
     Example:
-        >>> from_mask_mod(lambda b, h, q_idx, kv_idx: kv_idx <= q_idx, 2, 4).int()
+        >>> causal = lambda b, h, q_idx, kv_idx: kv_idx <= q_idx
+        >>> from_mask_mod(causal, 2, 4).int()  # top-left, as FlexAttention
+        tensor([[1, 0, 0, 0],
+                [1, 1, 0, 0]], dtype=torch.int32)
+        >>> from_mask_mod(causal, 2, 4, q_offset=2).int()  # the last 2 of 4: after a cache
         tensor([[1, 1, 1, 0],
                 [1, 1, 1, 1]], dtype=torch.int32)
     """
@@ -311,13 +316,6 @@ def from_mask_mod(
     for value, name in ((batch, "batch"), (heads, "heads")):
         if value is not None:
             check_int(value, name)
-    if q_offset is None:
-        if q_len > kv_len:
-            raise ValueError(
-                f"q_len={q_len} > kv_len={kv_len}: the queries cannot be the last q_len of the "
-                "kv_len positions; pass q_offset (e.g. q_offset=0) to place them"
-            )
-        q_offset = kv_len - q_len
     check_int(q_offset, "q_offset", minimum=0)
     batched = batch is not None or heads is not None
     shape = (batch or 1, heads or 1, q_len, kv_len) if batched else (q_len, kv_len)
