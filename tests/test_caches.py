@@ -76,6 +76,54 @@ def test_property_any_split_gives_the_full_result(sizes, batch, seed):
     torch.testing.assert_close(output, expected)
 
 
+@given(
+    num_kv_heads=st.sampled_from([4, 2, 1]),
+    qk_norm=st.booleans(),
+    rope=st.sampled_from([None, "half", "interleaved"]),
+    alibi=st.booleans(),
+    sinks=st.booleans(),
+    softcap=st.sampled_from([None, 5.0]),
+    bias=st.booleans(),
+    sizes=st.lists(st.integers(1, 3), min_size=1, max_size=4),
+    seed=st.integers(0, 2**16),
+)
+def test_property_every_combination_of_options_decodes_as_the_full_pass(
+    num_kv_heads, qk_norm, rope, alibi, sinks, softcap, bias, sizes, seed
+):
+    # Each of Part VI's options changes what a cached step must recompute (rotated keys, the
+    # ALiBi bias of the new rows, sink logits, capped scores, normed keys): together, too.
+    torch.manual_seed(seed % 7)
+    attention = (
+        MultiHeadAttention(
+            16,
+            4,
+            num_kv_heads=num_kv_heads,
+            qk_norm=qk_norm,
+            rope=rope,
+            alibi=alibi,
+            sinks=sinks,
+            softcap=softcap,
+            bias=bias,
+        )
+        .double()
+        .eval()
+    )
+    if sinks:
+        with torch.no_grad():
+            attention.sink_logits.normal_()  # they start at 0: make each head's differ
+    total = sum(sizes)
+    (x,) = random_inputs([[2, total, 16]], torch.float64, seed=seed)
+    expected, expected_weights = attention(x, mask=causal_mask(total))
+    cache = KVCache(2, num_kv_heads, attention.head_dim, total, dtype=torch.float64)
+    start = 0
+    for piece in x.split(sizes, dim=1):
+        output, weights = decode_step(attention, piece, cache)
+        end = start + piece.shape[1]
+        torch.testing.assert_close(output, expected[:, start:end])
+        torch.testing.assert_close(weights, expected_weights[:, :, start:end, :end])
+        start = end
+
+
 def test_kv_cache_append_returns_views_of_everything_held():
     cache = KVCache(batch_size=2, num_heads=3, head_dim=4, max_len=6)
     first = random_inputs([[2, 3, 2, 4]] * 2, seed=1)
