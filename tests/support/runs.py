@@ -12,8 +12,9 @@ in a variant, under a numeric configuration (``support.numerics.CONFIGURATIONS``
 
 :func:`matrix` declares every run ``make test`` needs (the learners' notebooks, the portability
 run, the seed sweep spread over the numeric configurations, the rerun of the book's seed);
-``make runs`` executes the ones not yet stored with two workers, longest first, and the pages
-that report timings alone afterwards, so their timings are never taken beside another kernel.
+``make runs`` executes the ones not yet stored with two workers, longest first. (The build runs
+the pages that report timings alone, as their timings are published; here none is read: no test
+and no page assert reads a time.)
 Each run is stored in ``_build/runs/`` under the hash of its inputs (the notebook's text, the
 configuration's variables, the seed and the library's code), so any test that needs a run reads
 it and none executes a page itself; a run a test asks for that was not executed yet (a test run
@@ -42,8 +43,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-import yaml
-
 if __package__ in (None, ""):  # run as a script: make `support` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -65,15 +64,6 @@ FOREIGN = 3
 SWEEP_SEEDS = (1, 2, 3, 4)
 # The page the ``lone`` variant runs: a chapter with a quiz, downloaded on its own.
 LONE_PAGE = "chapters/05_masks"
-
-
-@functools.cache
-def run_alone() -> frozenset[str]:
-    """The pages whose prose reports timings measured when they run: executed alone, never
-    beside another kernel (the book's ``execution_run_alone`` in ``_config.yml``)."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    listed = config["sphinx"]["config"]["execution_run_alone"]
-    return frozenset(page.removeprefix("notebooks_src/") for page in listed)
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -377,28 +367,31 @@ def _worker(run: Run) -> tuple[Run, float, list[str]]:
     return run, time.monotonic() - start, nb.metadata["attention_lab_run"]["errors"]
 
 
+# How much longer than the build's configuration a run takes under each (measured on the 2-core
+# machine: ATen's scalar kernels about 1.3 times, with MKL's SSE4.2 path and one thread about 2).
+SLOWER = {"baseline": 2.0, "aten-default": 1.3}
+
+
 def _expected_seconds(run: Run) -> float:
-    """For scheduling, longest first: the seconds an earlier run of the same page took, else
-    a guess (trained pages are the long ones)."""
-    earlier = [
-        json.loads(p.read_text())["seconds"]
-        for p in STORE.glob(f"{run.page.replace('/', '--')}.*.seconds.json")
-    ]
-    if earlier:
-        return max(earlier)
+    """For scheduling, longest first: the seconds the build took to execute the page
+    (``_build/page_seconds.json``) times :data:`SLOWER` for its configuration, else a guess
+    (trained pages are the long ones)."""
+    built = ROOT / "_build" / "page_seconds.json"
+    seconds = json.loads(built.read_text()) if built.is_file() else {}
+    page = f"notebooks_src/{run.page}"
+    if page in seconds:
+        return seconds[page] * SLOWER.get(run.config, 1.0)
     trained = any(page_of(s) == run.page for s in swept())
     return 60.0 if trained else 10.0
 
 
 def fill(runs: list[Run], workers: int = 2) -> dict[str, float]:
-    """Execute the runs not yet stored: ``workers`` at a time, longest first, then those of
-    :func:`run_alone` one at a time. Prints a line per run; returns seconds summed by purpose."""
-    todo = [r for r in runs if not stored(r).is_file()]
-    shared = sorted((r for r in todo if r.page not in run_alone()), key=_expected_seconds)[::-1]
-    alone = [r for r in todo if r.page in run_alone()]
+    """Execute the runs not yet stored, ``workers`` at a time, longest first. Prints a line per
+    run; returns seconds summed by purpose."""
+    todo = sorted((r for r in runs if not stored(r).is_file()), key=_expected_seconds)[::-1]
     total = len(todo)
     print(f"{len(runs) - total} of {len(runs)} runs already stored; executing {total} "
-          f"({workers} at a time, then {len(alone)} alone)", flush=True)  # fmt: skip
+          f"({workers} at a time)", flush=True)  # fmt: skip
     by_purpose: dict[str, float] = {}
     failed: list[str] = []
     done = 0
@@ -407,21 +400,16 @@ def fill(runs: list[Run], workers: int = 2) -> dict[str, float]:
         nonlocal done
         done += 1
         by_purpose[run.purpose] = by_purpose.get(run.purpose, 0.0) + seconds
-        (STORE / f"{run.page.replace('/', '--')}.{run.variant}.seconds.json").write_text(
-            json.dumps({"seconds": round(seconds, 1)})
-        )
         mark = f"  {len(errors)} failing cell(s)" if errors else ""
         print(f"[{done}/{total}] {run.label}: {seconds:.0f} s{mark}", flush=True)
         if errors:
             failed.append(f"{run.label}: {errors[0]}\n    rerun: {run.command}")
 
     STORE.mkdir(parents=True, exist_ok=True)
-    if shared:
+    if todo:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            for future in as_completed([pool.submit(_worker, r) for r in shared]):
+            for future in as_completed([pool.submit(_worker, r) for r in todo]):
                 report(*future.result())
-    for run in alone:
-        report(*_worker(run))
     if failed:
         print("runs with failing cells (the tests that read them fail):", *failed, sep="\n  ")
     return by_purpose
