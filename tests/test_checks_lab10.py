@@ -172,6 +172,22 @@ def window_additive(size, window):
     return torch.zeros(size, size).masked_fill(~allowed, float("-inf"))
 
 
+def window_from_float_ones(size, window):
+    ones = torch.ones(size, size)  # float32: & raises on it
+    return torch.tril(ones) & torch.triu(ones, diagonal=-(window - 1))
+
+
+def documents_by_one_hot(document_ids):
+    one_hot = torch.nn.functional.one_hot(document_ids)  # [T, ids]: int64 ids only
+    same = (one_hot @ one_hot.T).bool()
+    return same & causal(len(document_ids))
+
+
+def documents_with_a_float_causal_part(document_ids):
+    same = document_ids[:, None] == document_ids[None, :]
+    return same & torch.ones(len(document_ids), len(document_ids)).tril()  # bool & float
+
+
 def documents_only(document_ids):
     return document_ids.unsqueeze(0) == document_ids.unsqueeze(1)
 
@@ -238,6 +254,9 @@ WRONG = [
     (check_sliding_window_mask, window_as_ints, "mask_not_bool"),
     (check_sliding_window_mask, window_additive, "additive_mask"),
     (check_sliding_window_mask, window_in_numpy, "mask_not_a_tensor"),
+    (check_sliding_window_mask, window_from_float_ones, "float_mask_combined"),
+    (check_document_mask, documents_by_one_hot, "one_hot_of_ids"),
+    (check_document_mask, documents_with_a_float_causal_part, "float_mask_combined"),
     (check_document_mask, documents_only, "document_not_causal"),
     (check_document_mask, documents_forgotten, "documents_ignored"),
     (check_document_mask, documents_transposed, "document_transposed"),

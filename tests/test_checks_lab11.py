@@ -14,8 +14,12 @@ from attention_lab.checks.alibi import MISTAKES as ALIBI_MISTAKES
 # Slopes ------------------------------------------------------------------------------------
 
 
-def slopes_loop(num_heads, *, start=1, eight=8.0, base=2.0, extra="odd", order="first"):
+def slopes_loop(
+    num_heads, *, start=1, eight=8.0, base=2.0, extra="odd", order="first", brackets=True
+):
     def sequence(n):
+        if not brackets:  # 2 ** -8 * (k + 1) / n: the exponent's brackets forgotten
+            return [base**-eight * (k + start) / n for k in range(n)]
         return [base ** (-eight * (k + start) / n) for k in range(n)]
 
     power = 1
@@ -68,6 +72,7 @@ WRONG_SLOPES = {
     "alibi_slopes_sorted": lambda h: slopes_loop(h).sort(descending=True).values,
     "alibi_slopes_positive_exponent": lambda h: slopes_loop(h, eight=-8.0),
     "alibi_slopes_natural_base": lambda h: torch.exp(-8 * torch.arange(1, h + 1) / h),
+    "alibi_slopes_precedence": lambda h: slopes_loop(h, brackets=False),
 }
 
 
@@ -127,11 +132,17 @@ def test_right_biases_pass(fn, capsys):
 
 WRONG_BIAS = {
     "alibi_bias_sign": lambda h, q, k: bias_right(h, q, k, sign=-1),
-    "alibi_bias_wrong_slopes": lambda h, q, k: bias_right(h, q, k, slopes=naive),
+    # Slopes that match no classic slope mistake (those are named as such: tested below).
+    "alibi_bias_wrong_slopes": lambda h, q, k: bias_right(
+        h, q, k, slopes=lambda n: 0.5 * slopes_loop(n)
+    ),
     "alibi_bias_not_linear": lambda h, q, k: bias_right(h, q, k, power=2),
     "alibi_bias_slopes_wrong_axis": lambda h, q, k: (
         slopes_loop(h)[None, :, None] * torch.ones(q, k).unsqueeze(0)
     ),
+    # Right for a square bias; with a cache, keys arange(q_len) or a row for every position.
+    "alibi_bias_keys_from_q_len": lambda h, q, k: bias_right(h, q, k)[..., k - q :],
+    "alibi_bias_every_position_a_query": lambda h, q, k: bias_right(h, k, k),
 }
 
 
@@ -139,6 +150,18 @@ WRONG_BIAS = {
 def test_wrong_biases_are_named(mistake):
     with pytest.raises(AssertionError) as error:
         check_alibi_bias(WRONG_BIAS[mistake])
+    assert MISTAKES[mistake] in " ".join(str(error.value).split())
+
+
+@pytest.mark.parametrize(
+    "mistake", ["alibi_slopes_reversed", "alibi_slopes_without_8", "alibi_naive_non_power_of_two"]
+)
+def test_a_bias_built_on_a_classic_slope_mistake_names_the_slope_mistake(mistake):
+    def bias(h, q, k):
+        return bias_right(h, q, k, slopes=WRONG_SLOPES[mistake])
+
+    with pytest.raises(AssertionError) as error:
+        check_alibi_bias(bias)
     assert MISTAKES[mistake] in " ".join(str(error.value).split())
 
 

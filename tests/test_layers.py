@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from torch import nn
 from torch.nn import functional as F  # noqa: N812
 
+from attention_lab.caches import KVCache
 from attention_lab.layers import (
     DecoderLayer,
     EncoderConfig,
@@ -406,3 +407,29 @@ def test_token_embedding_draws_entries_of_size_one_over_sqrt_d_and_checks_its_ar
         token_embedding(10, 0)
     with pytest.raises(TypeError, match="vocab_size"):
         token_embedding(10.0, 4)
+
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["pre-norm", "post-norm"])
+@pytest.mark.parametrize("sizes", [[1] * 7, [7], [3, 1, 2, 1]], ids=["tokens", "all", "mixed"])
+def test_encoder_layer_decode_gives_the_rows_of_the_full_causal_forward(norm_first, sizes):
+    torch.manual_seed(0)
+    layer = EncoderLayer(16, 4, 32, dropout=0.0, norm_first=norm_first).double().eval()
+    (x,) = random_inputs([[2, 7, 16]], torch.float64, seed=1)
+    expected, expected_weights = layer(x, mask=causal_mask(7))
+    cache = KVCache(2, 4, 4, 7, dtype=torch.float64)
+    start = 0
+    for piece in x.split(sizes, dim=1):
+        output, weights = layer.decode(piece, cache)
+        end = start + piece.shape[1]
+        torch.testing.assert_close(output, expected[:, start:end])
+        torch.testing.assert_close(weights, expected_weights[:, :, start:end, :end])
+        start = end
+    assert len(cache) == 7
+
+
+def test_encoder_layer_decode_rejects_bad_input():
+    layer = EncoderLayer(16, 4, 32)
+    with pytest.raises(TypeError, match="cache must be a KVCache"):
+        layer.decode(torch.randn(1, 2, 16), cache=None)
+    with pytest.raises(ValueError, match="x"):
+        layer.decode(torch.randn(1, 2, 8), KVCache(1, 4, 4, 4))

@@ -30,7 +30,7 @@ CORE = {
     "attention": {"_validation", "masks", "positional"},
     "caches": {"_validation", "attention", "masks"},
     "latent_attention": {"_validation", "attention", "caches", "positional"},
-    "layers": {"_validation", "attention", "positional"},
+    "layers": {"_validation", "attention", "caches", "positional"},
     "efficient": {"_validation", "attention"},
     "training": {"_validation", "layers", "masks"},
     "circuits": {"_validation", "attention", "masks", "positional"},

@@ -35,7 +35,7 @@ from attention_lab._validation import (
     check_real_above,
     check_token_ids,
 )
-from attention_lab.caches import KVCache, decode_step
+from attention_lab.caches import KVCache
 from attention_lab.layers import EncoderLayer, embed_tokens, token_embedding
 from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
@@ -165,18 +165,6 @@ def _check_cacheable(
     rotary = model.layers[0].self_attn.rotary
     if rotary is not None:
         rotary.check_cacheable("config.rope_scaling", fix)
-
-
-def _run_layer_cached(
-    layer: EncoderLayer, x: torch.Tensor, cache: KVCache
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The pre-norm branch of :meth:`EncoderLayer.forward` for new positions only: the layer's
-    own sub-layers, with :func:`~attention_lab.caches.decode_step` (which reads and extends
-    ``cache``) in place of the full causal self-attention. ``x``: ``[B, Tn, D]``."""
-    attended, weights = decode_step(layer.self_attn, layer.norm1(x), cache)  # [B, Tn, D]
-    x = x + layer.dropout1(attended)
-    x = x + layer.dropout2(layer.feed_forward(layer.norm2(x)))
-    return x, weights
 
 
 class DecoderLM(nn.Module):
@@ -357,7 +345,7 @@ class DecoderLM(nn.Module):
         x = self._embed(token_ids, held.pop())  # [B, Tn, D]
         attentions = []
         for layer, cache in zip(self.layers, caches, strict=True):
-            x, weights = _run_layer_cached(layer, x, cache)
+            x, weights = layer.decode(x, cache)
             attentions.append(weights)
         return self.head(self.final_norm(x)), attentions  # [B, Tn, V]
 

@@ -40,6 +40,7 @@ from attention_lab._validation import (
     check_token_ids,
 )
 from attention_lab.attention import MultiHeadAttention
+from attention_lab.caches import KVCache, decode_step
 from attention_lab.positional import SinusoidalPositionalEncoding
 
 __all__ = [
@@ -334,6 +335,36 @@ class EncoderLayer(nn.Module):
             x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         else:
             attended, weights = self.self_attn(x, mask=mask)
+            x = self.norm1(x + self.dropout1(attended))
+            x = self.norm2(x + self.dropout2(self.feed_forward(x)))
+        return x, weights
+
+    def decode(self, x: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run the layer, causally, on new positions only: :meth:`forward` with
+        :func:`~attention_lab.caches.decode_step` (which reads and extends ``cache``) in place
+        of the full self-attention. The new positions' rows equal those of :meth:`forward` over
+        the whole sequence with the causal mask.
+
+        Args:
+            x: The new positions, shape ``[B, Tn, D]``, a floating dtype.
+            cache: The :class:`~attention_lab.caches.KVCache` of this layer's earlier
+                positions; updated in place.
+
+        Returns:
+            A pair ``(x, weights)``: shape ``[B, Tn, D]``, and the new rows' weights over every
+            position held, ``[B, H, Tn, L]``.
+
+        Raises:
+            TypeError: If ``x`` is not a floating tensor or ``cache`` is not a ``KVCache``.
+            ValueError: If the shapes do not fit the layer or the cache.
+        """
+        check_sequence(x, "x", self.d_model)
+        if self.norm_first:
+            attended, weights = decode_step(self.self_attn, self.norm1(x), cache)
+            x = x + self.dropout1(attended)
+            x = x + self.dropout2(self.feed_forward(self.norm2(x)))
+        else:
+            attended, weights = decode_step(self.self_attn, x, cache)
             x = self.norm1(x + self.dropout1(attended))
             x = self.norm2(x + self.dropout2(self.feed_forward(x)))
         return x, weights

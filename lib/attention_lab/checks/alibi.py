@@ -68,6 +68,10 @@ MISTAKES = register_mistakes(
             "exp instead of a power of 2: slopes are 2 ** (-8 (h + 1) / H), not "
             "e ** (-8 (h + 1) / H) (torch.exp takes base e)"
         ),
+        "alibi_slopes_precedence": (
+            "operator precedence: 2 ** -8 * (h + 1) / H is (2 ** -8) * (h + 1) / H, which grows "
+            "linearly with h; the whole exponent needs brackets: 2 ** (-8 * (h + 1) / H)"
+        ),
         "alibi_bias_sign": (
             "the bias has the wrong sign or orientation: a key d positions before the query "
             "gets -slope * d (farther keys lose), i.e. slope * (j - i), not slope * (i - j)"
@@ -80,6 +84,14 @@ MISTAKES = register_mistakes(
             "the slopes are broadcast along the wrong axis: one slope per head is "
             "slopes[:, None, None], shape [H, 1, 1], times the distances [Tq, Tk]"
         ),
+        "alibi_bias_keys_from_q_len": (
+            "the key positions run over q_len: the keys are all kv_len positions (those held "
+            "before and the new ones), torch.arange(kv_len), so the bias is [H, Tq, Tk]"
+        ),
+        "alibi_bias_every_position_a_query": (
+            "a query row for every position: the queries are the last q_len of the kv_len "
+            "positions, torch.arange(kv_len - q_len, kv_len), so the bias is [H, Tq, Tk]"
+        ),
         "alibi_bias_not_linear": (
             "the bias does not grow linearly with the distance: it is slope * (j - i) for key "
             "j and query position i, not a square, an absolute value of a product, or a ratio"
@@ -91,8 +103,12 @@ MISTAKES = register_mistakes(
 _SLOPE_HEADS = (8, 4, 16, 1, 2, 6, 12, 5, 20, 3)
 
 
-def _geometric(count: int, *, start: int = 1, eight: float = 8.0, base: float = 2.0):
+def _geometric(
+    count: int, *, start: int = 1, eight: float = 8.0, base: float = 2.0, precedence=False
+):
     exponents = torch.arange(start, start + count, dtype=torch.float64)  # [count]
+    if precedence:  # 2 ** -8 * (h + 1) / H, without the exponent's brackets
+        return base**-eight * exponents / count
     return base ** (-eight * exponents / count)
 
 
@@ -121,7 +137,23 @@ def _slope_variants(num_heads: int) -> dict[str, torch.Tensor]:
         "alibi_slopes_positive_exponent": 1 / right,
         "alibi_slopes_natural_base": _combined(num_heads, base=math.e),
         "alibi_slopes_natural_base/naive": _geometric(num_heads, base=math.e),
+        "alibi_slopes_precedence": _combined(num_heads, precedence=True),
+        "alibi_slopes_precedence/naive": _geometric(num_heads, precedence=True),
     }
+
+
+def _slope_mistake(slopes: torch.Tensor, num_heads: int) -> str | None:
+    """The classic slope mistake that ``slopes`` (``[H]``, float64) matches, if any."""
+    right = alibi_slopes(num_heads)
+    return next(
+        (
+            key.partition("/")[0]
+            for key, wrong in _slope_variants(num_heads).items()
+            if torch.allclose(slopes, wrong, rtol=1e-6, atol=0)
+            and not torch.allclose(wrong, right, rtol=1e-6, atol=0)
+        ),
+        None,
+    )
 
 
 def _as_float64(fn_name: str, case: Case, got: torch.Tensor, expected: torch.Tensor):
@@ -151,8 +183,8 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor]) -> None:
     Mistakes it names: ``alibi_naive_non_power_of_two``, ``alibi_extra_wrong_terms``,
     ``alibi_extra_first``, ``alibi_first_2p_terms``, ``alibi_slopes_from_zero``,
     ``alibi_slopes_without_8``, ``alibi_slopes_reversed``, ``alibi_slopes_sorted``,
-    ``alibi_slopes_positive_exponent``, ``alibi_slopes_natural_base`` (see
-    :data:`MISTAKES`).
+    ``alibi_slopes_positive_exponent``, ``alibi_slopes_natural_base``,
+    ``alibi_slopes_precedence`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -172,15 +204,7 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor]) -> None:
         got = _as_float64(fn_name, case, got, expected)
         if torch.allclose(got, expected, rtol=1e-6, atol=0):
             continue
-        mistake = next(
-            (
-                key.partition("/")[0]
-                for key, wrong in _slope_variants(heads).items()
-                if torch.allclose(got, wrong, rtol=1e-6, atol=0)
-                and not torch.allclose(wrong, expected, rtol=1e-6, atol=0)
-            ),
-            None,
-        )
+        mistake = _slope_mistake(got, heads)
         bad = differing(got, expected, 0, 0, 1e-6)
         power = 2 ** math.floor(math.log2(heads))
         where = f"the slopes of heads {listed(bad)} (counting from 0)"
@@ -228,9 +252,11 @@ def check_alibi_bias(fn: Callable[[int, int, int], torch.Tensor]) -> None:
     library's by a constant in each row passes, since the softmax ignores such a constant
     (BLOOM's and MPT's biases do); the check then says so.
 
-    Mistakes it names: ``alibi_bias_sign``, ``alibi_bias_wrong_slopes``,
-    ``alibi_bias_slopes_wrong_axis``, ``alibi_bias_not_linear`` (see
-    :data:`MISTAKES`); otherwise it says which query rows are wrong.
+    Mistakes it names: ``alibi_bias_sign``, ``alibi_bias_wrong_slopes`` (or, for slopes that
+    match a classic slope mistake, that mistake's name), ``alibi_bias_slopes_wrong_axis``,
+    ``alibi_bias_keys_from_q_len``, ``alibi_bias_every_position_a_query``,
+    ``alibi_bias_not_linear`` (see :data:`MISTAKES`); otherwise it says which query rows are
+    wrong.
 
     Args:
         fn: The learner's function.
@@ -248,6 +274,13 @@ def check_alibi_bias(fn: Callable[[int, int, int], torch.Tensor]) -> None:
         got = run(fn, case, _bias_hint)
         expect_tensor(fn_name, case, got)
         expected = alibi_bias(heads, q_len, kv_len)  # [H, Tq, Tk]
+        missized = {
+            (heads, q_len, q_len): "alibi_bias_keys_from_q_len",
+            (heads, kv_len, kv_len): "alibi_bias_every_position_a_query",
+        }
+        if q_len != kv_len and tuple(got.shape) in missized:
+            problem = f"the result has shape {list(got.shape)}, expected {list(expected.shape)}"
+            fail(fn_name, case, problem, missized[tuple(got.shape)])
         got = _as_float64(fn_name, case, got, expected)
         region = _causal_region(q_len, kv_len).expand_as(expected)  # [H, Tq, Tk]
         normalised = _per_row_normalised(got, q_len, kv_len)
@@ -286,11 +319,13 @@ def _diagnose_bias(fn_name, case, normalised, expected, region) -> None:
             fail(fn_name, case, problem, "alibi_bias_sign")
         if linear:
             wrong = differing(slopes, alibi_slopes(heads), 0, 0, 1e-6)
+            # A classic slope mistake, named as check_alibi_slopes names it; else generic.
+            mistake = _slope_mistake(slopes, heads) or "alibi_bias_wrong_slopes"
             fail(
                 fn_name,
                 case,
                 problem + f"; your slopes of heads {listed(wrong)} differ",
-                "alibi_bias_wrong_slopes",
+                mistake,
             )
         fail(fn_name, case, problem, "alibi_bias_not_linear")
     rows = differing(normalised * region, expected * region, 1, 1e-9, 1e-6)

@@ -106,6 +106,14 @@ MISTAKES = register_mistakes(
             "order of the documents in the sequence; torch.unique_consecutive keeps it, "
             "or compare the ids, ids[:, None] == ids[None, :]"
         ),
+        "float_mask_combined": (
+            "the mask's parts are float tensors (torch.ones and torch.zeros give float32), "
+            "which & and | do not take: build them from comparisons, or pass dtype=torch.bool"
+        ),
+        "one_hot_of_ids": (
+            "F.one_hot takes int64 ids only, and the ids may be any integer dtype: compare "
+            "them instead, ids[:, None] == ids[None, :] (or convert with ids.long())"
+        ),
         "ids_compared_elementwise": (
             "ids compared elementwise, giving [T]: compare every query with every key, "
             "ids[:, None] == ids[None, :], [T, T]"
@@ -342,8 +350,8 @@ def check_sliding_window_mask(fn: Callable) -> None:
     Mistakes it names: ``window_one_too_wide``, ``window_one_too_narrow``,
     ``window_symmetric``, ``window_transposed``, ``mask_inverted``, ``window_ignored``,
     ``window_not_causal``, ``window_excludes_self``, ``diagonal_offset_sign``,
-    ``combined_with_or``, ``mask_not_bool``, ``additive_mask``, ``mask_not_a_tensor`` (see
-    :data:`MISTAKES`).
+    ``combined_with_or``, ``float_mask_combined``, ``mask_not_bool``, ``additive_mask``,
+    ``mask_not_a_tensor`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -369,13 +377,24 @@ def check_sliding_window_mask(fn: Callable) -> None:
         expected = sliding_window_mask(size, window)
         i, j = _grid(size)
         regions = {"in the future": j > i, "before the window": j <= i - window}
-        result = run(fn, case, lambda error: diagnosis())
+        result = run(fn, case, lambda error: _crash_hint(error) or diagnosis())
         _compare_mask(fn, case, result, expected, (diagnosis, lambda shape: None, regions))
     success(fn, cases)
 
 
 # ---------------------------------------------------------------------------------------------
 # Documents packed into one sequence.
+
+
+def _crash_hint(error: Exception) -> str | None:
+    """The mistake behind an error PyTorch raises inside a learner's mask function, if it
+    says one: ``&`` or ``|`` on float tensors, ``F.one_hot`` on ids that are not int64."""
+    text = str(error)
+    if "bitwise" in text and "not implemented for 'Float'" in text:
+        return "float_mask_combined"
+    if "one_hot is only applicable to index tensor" in text:
+        return "one_hot_of_ids"
+    return None
 
 
 def _document_cases() -> list[Case]:
@@ -409,7 +428,7 @@ def check_document_mask(fn: Callable) -> None:
     Mistakes it names: ``documents_ignored``, ``document_not_causal``,
     ``document_transposed``, ``mask_inverted``, ``combined_with_or``,
     ``document_excludes_self``, ``document_boundary_shifted``, ``documents_sorted``,
-    ``ids_compared_elementwise``,
+    ``ids_compared_elementwise``, ``one_hot_of_ids``, ``float_mask_combined``,
     ``mask_not_bool``, ``additive_mask`` (see :data:`MISTAKES`).
 
     Args:
@@ -440,6 +459,6 @@ def check_document_mask(fn: Callable) -> None:
         def shape_mistake(shape, size=ids.shape[0]):
             return "ids_compared_elementwise" if list(shape) == [size] and size > 1 else None
 
-        result = run(fn, case, lambda error: diagnosis())
+        result = run(fn, case, lambda error: _crash_hint(error) or diagnosis())
         _compare_mask(fn, case, result, expected, (diagnosis, shape_mistake, regions))
     success(fn, cases)
