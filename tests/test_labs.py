@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import os
 import subprocess
+import types
 
 import jupytext
 import nbformat
@@ -204,3 +205,18 @@ def test_a_lab_without_a_stub_is_refused(tmp_path):
     lab.write_text(LABS[0].read_text().replace(STUB, "return None  #"))
     with pytest.raises(notebook_converter.ConversionError, match="a lab needs a stub"):
         notebook_converter.workbook_cells(jupytext.read(lab).cells, lab.name)
+
+
+def test_a_literal_include_with_dedent_reads_as_sphinx_shows_it():
+    # Options arrive as text; Sphinx's directive turns :dedent: into an int before reading.
+    page = types.SimpleNamespace(folder="notebooks_src/chapters")
+    options = {
+        "pyobject": "EncoderLayer.decode",
+        "start-after": "if self.norm_first:",
+        "end-before": "else:",
+        "dedent": "12",
+    }
+    block = notebook_converter.literal_include(page, "../../lib/attention_lab/layers.py", options)
+    code = block.split("```python\n", 1)[1].removesuffix("\n```")
+    assert code.splitlines()[0].startswith("attended, weights = decode_step(")
+    assert all(not line.startswith(" ") for line in code.splitlines())

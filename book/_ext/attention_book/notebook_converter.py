@@ -266,6 +266,10 @@ def literal_include(page: Page, argument: str, options: dict) -> str:
     path = (ROOT / page.folder / argument).resolve()
     # LiteralIncludeReader applies :pyobject:, :lines: and the rest in Sphinx's own order.
     reader_options = {k: v for k, v in options.items() if k not in ("language", "caption")}
+    # Sphinx's directive turns these options into ints before the reader sees them.
+    for key in ("dedent", "tab-width", "lineno-start"):
+        if key in reader_options:
+            reader_options[key] = int(reader_options[key]) if reader_options[key] else None
     code, _ = LiteralIncludeReader(str(path), reader_options, _Config()).read()
     language = options.get("language", "python")
     caption = options.get("caption")
