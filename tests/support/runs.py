@@ -372,23 +372,29 @@ def _worker(run: Run) -> tuple[Run, float, list[str]]:
 SLOWER = {"baseline": 2.0, "aten-default": 1.3}
 
 
-def _expected_seconds(run: Run) -> float:
-    """For scheduling, longest first: the seconds the build took to execute the page
+def _expected_seconds(runs: list[Run]) -> dict[Run, float]:
+    """For scheduling, longest first: per run, the seconds the build took to execute its page
     (``_build/page_seconds.json``) times :data:`SLOWER` for its configuration, else a guess
-    (trained pages are the long ones)."""
+    (trained pages are the long ones). The file and the sources are read once."""
     built = ROOT / "_build" / "page_seconds.json"
     seconds = json.loads(built.read_text()) if built.is_file() else {}
-    page = f"notebooks_src/{run.page}"
-    if page in seconds:
-        return seconds[page] * SLOWER.get(run.config, 1.0)
-    trained = any(page_of(s) == run.page for s in swept())
-    return 60.0 if trained else 10.0
+    trained = {page_of(s) for s in swept()}
+
+    def expected(run: Run) -> float:
+        page = f"notebooks_src/{run.page}"
+        if page in seconds:
+            return seconds[page] * SLOWER.get(run.config, 1.0)
+        return 60.0 if run.page in trained else 10.0
+
+    return {run: expected(run) for run in runs}
 
 
 def fill(runs: list[Run], workers: int = 2) -> dict[str, float]:
     """Execute the runs not yet stored, ``workers`` at a time, longest first. Prints a line per
     run; returns seconds summed by purpose."""
-    todo = sorted((r for r in runs if not stored(r).is_file()), key=_expected_seconds)[::-1]
+    todo = [r for r in runs if not stored(r).is_file()]
+    expected = _expected_seconds(todo)
+    todo.sort(key=expected.__getitem__, reverse=True)
     total = len(todo)
     print(f"{len(runs) - total} of {len(runs)} runs already stored; executing {total} "
           f"({workers} at a time)", flush=True)  # fmt: skip
