@@ -258,18 +258,20 @@ def _anchor(label: str | None) -> str:
 
 def literal_include(page: Page, argument: str, options: dict) -> str:
     """The code a ``literalinclude`` shows, read as Sphinx reads it, in a fenced block."""
-    from sphinx.directives.code import LiteralIncludeReader
+    from sphinx.directives.code import LiteralInclude, LiteralIncludeReader
 
     class _Config:
         source_encoding = "utf-8-sig"
 
     path = (ROOT / page.folder / argument).resolve()
     # LiteralIncludeReader applies :pyobject:, :lines: and the rest in Sphinx's own order.
-    reader_options = {k: v for k, v in options.items() if k not in ("language", "caption")}
-    # Sphinx's directive turns these options into ints before the reader sees them.
-    for key in ("dedent", "tab-width", "lineno-start"):
-        if key in reader_options:
-            reader_options[key] = int(reader_options[key]) if reader_options[key] else None
+    # Each option converted from its text by the directive's own option_spec (:dedent: an int),
+    # as Sphinx does before the reader sees it.
+    reader_options = {
+        key: LiteralInclude.option_spec[key](value)
+        for key, value in options.items()
+        if key not in ("language", "caption")
+    }
     code, _ = LiteralIncludeReader(str(path), reader_options, _Config()).read()
     language = options.get("language", "python")
     caption = options.get("caption")
