@@ -18,7 +18,9 @@ The plumbing these fixtures hand out lives in ``tests/support/`` (importable as 
 browser test opens pages with, the phone's width, screenshots), ``accessibility`` (axe-core),
 ``page_weights`` (what a page downloads; also ``make bench-weights``), ``figure_recorder`` (the
 cell that records the text of every figure a notebook draws), ``numerics`` (seeds and numeric
-configurations) and ``tensors`` (the library tests' inputs and tolerances).
+configurations) and ``tensors`` (the library tests' inputs and tolerances); ``paths`` (``ROOT``,
+``HTML``) and ``prerequisites`` (``missing``) are what test modules would otherwise have imported
+from here: no test module imports conftest.
 """
 
 from __future__ import annotations
@@ -33,23 +35,14 @@ from hypothesis import settings
 from support import accessibility, runs, stages
 from support import browser as browser_support
 from support import server as server_support
-
-ROOT = Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from support.paths import HTML, ROOT
+from support.prerequisites import missing
 
 # No deadline: the first example of a test pays for torch's lazy initialisation, and on a loaded
 # machine any example may wait for a core.
 settings.register_profile("suite", max_examples=25, deadline=None)
 settings.register_profile("thorough", max_examples=250, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
-
-
-def missing(reason: str) -> None:
-    """Skip (locally) or fail (in CI) because a prerequisite is missing."""
-    if IN_CI:
-        pytest.fail(f"{reason} (CI=true: this must not be skipped)")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT
+from support.paths import ROOT
 
 pytestmark = pytest.mark.book
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import ROOT
+from support.paths import ROOT
 
 # Run in a fresh interpreter with myst_nb made unimportable, as in a learner's environment.
 WITHOUT_MYST_NB = """

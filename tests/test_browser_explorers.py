@@ -18,9 +18,9 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_lab import interactive
-from conftest import missing
 from support import page_weights
 from support.browser import DESKTOP, SCREENSHOTS, Tab
+from support.prerequisites import missing
 
 pytestmark = pytest.mark.book
 

@@ -14,8 +14,9 @@ import re
 
 import pytest
 
-from conftest import ROOT, missing
 from support.browser import SCREENSHOTS, Tab
+from support.paths import ROOT
+from support.prerequisites import missing
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 

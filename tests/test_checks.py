@@ -28,7 +28,7 @@ from torch.nn import functional as F
 
 from attention_lab import checks
 from attention_lab.checks import MISTAKES
-from conftest import ROOT
+from support.paths import ROOT
 
 LABS = ROOT / "notebooks_src" / "labs"
 

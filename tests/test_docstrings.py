@@ -49,7 +49,7 @@ def test_docstring_examples_run(name):
 
 def test_every_shape_letter_is_defined_on_the_notation_page():
     """A capitalised name inside a shape (``# [B, T, V]``, ``Shape ``[N, D]``) is in its table."""
-    from conftest import ROOT
+    from support.paths import ROOT
 
     notation = (ROOT / "book" / "notation.md").read_text()
     defined = set(re.findall(r"^\| `(\w+)` \|", notation, flags=re.MULTILINE))

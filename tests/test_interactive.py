@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from attention_lab import interactive
 from attention_lab.book import explorers
-from conftest import ROOT
+from support.paths import ROOT
 from support.tensors import random_inputs
 
 MARKUP = "<img src=x onerror=alert(1)>"

@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 from attention_book import notebook_converter
-from conftest import ROOT, missing
+from support.paths import ROOT
+from support.prerequisites import missing
 
 LABS = sorted((ROOT / "notebooks_src" / "labs").glob("*.md"))
 NAMES = [lab.stem for lab in LABS]

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from attention_book import notebook_converter
-from conftest import ROOT
+from support.paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.book]
 

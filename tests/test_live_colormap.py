@@ -7,7 +7,7 @@ import re
 import matplotlib
 import numpy as np
 
-from conftest import ROOT
+from support.paths import ROOT
 
 TABLE = ROOT / "book" / "_static" / "live" / "viridis.js"
 

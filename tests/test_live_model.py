@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from attention_book import live_attention
-from conftest import ROOT
+from support.paths import ROOT
 
 pytestmark = pytest.mark.book  # the ONNX file the build exported
 

@@ -23,8 +23,8 @@ import pytest
 import yaml
 
 from attention_book import notebook_converter, notebook_downloads
-from conftest import HTML, ROOT
 from support import numerics, runs
+from support.paths import HTML, ROOT
 
 pytestmark = pytest.mark.book  # the notebooks the build wrote into _build/html/_notebooks/
 

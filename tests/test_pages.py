@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import attention_lab
-from conftest import ROOT
+from support.paths import ROOT
 
 SOURCES = sorted((ROOT / "notebooks_src").rglob("*.md"))
 

@@ -24,7 +24,7 @@ from attention_lab.attention import MultiHeadAttention, scaled_dot_product_atten
 from attention_lab.quiz import validate_quiz
 from attention_lab.seq2seq import Seq2SeqTransformer, reversal_translation_task
 from attention_lab.training import pattern_share
-from conftest import ROOT
+from support.paths import ROOT
 
 QUIZZES = ROOT / "notebooks_src" / "quizzes"
 CHAPTERS = ROOT / "notebooks_src" / "chapters"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from conftest import ROOT
 from support import numerics, runs
+from support.paths import ROOT
 
 pytestmark = pytest.mark.slow
 
