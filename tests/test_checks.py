@@ -28,6 +28,7 @@ from torch.nn import functional as F
 
 from attention_lab import checks
 from attention_lab.checks import MISTAKES
+from support.messages import flat
 from support.paths import ROOT
 
 LABS = ROOT / "notebooks_src" / "labs"
@@ -208,11 +209,6 @@ def ignores_mask(query, key, value, mask):
 
 def stub(*args, **kwargs):
     raise NotImplementedError("write your implementation here")
-
-
-def flat(error: BaseException) -> str:
-    """The message with its line wrapping undone."""
-    return " ".join(str(error).split())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,12 +10,9 @@ import torch
 from torch.nn import functional as F
 
 from attention_lab.checks import check_scaled_dot_product_attention
+from support.messages import flat
 
 CHECK = check_scaled_dot_product_attention
-
-
-def flat(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,12 +10,9 @@ import torch
 
 from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.checks import check_multi_head_attention
+from support.messages import flat
 
 CHECK = check_multi_head_attention
-
-
-def flat(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,12 +9,9 @@ import pytest
 import torch
 
 from attention_lab.checks import check_sinusoidal_encoding
+from support.messages import flat
 
 CHECK = check_sinusoidal_encoding
-
-
-def flat(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,12 +11,9 @@ import torch
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab import checks
+from support.messages import flat
 
 check = checks.check_pooling_and_search
-
-
-def flat(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 def with_(fn, **deviation):

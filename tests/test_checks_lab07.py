@@ -12,12 +12,9 @@ import pytest
 import torch
 
 from attention_lab import checks
+from support.messages import flat
 
 check = checks.check_online_softmax
-
-
-def flat(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 def with_(fn, **deviation):

@@ -17,12 +17,9 @@ from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.checks import MISTAKES
 from attention_lab.masks import causal_mask
 from attention_lab.positional import sinusoidal_encoding
+from support.messages import flat
 
 check = checks.check_kv_cache_decoding
-
-
-def flat(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,12 +13,9 @@ from torch.nn import functional as F
 from attention_lab.attention import MultiHeadAttention
 from attention_lab.checks import MISTAKES, check_grouped_query_attention
 from attention_lab.checks.grouped_query import grouped_query_reference
+from support.messages import flat
 
 CHECK = check_grouped_query_attention
-
-
-def flat(error: BaseException) -> str:
-    return " ".join(str(error).split())
 
 
 def attend(query, key, value, dim=-1, divisor=None):

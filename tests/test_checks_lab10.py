@@ -10,10 +10,7 @@ from torch.nn import functional as F
 
 from attention_lab.checks import MISTAKES, check_document_mask, check_sliding_window_mask
 from attention_lab.masks import from_mask_mod
-
-
-def flat(error: BaseException) -> str:
-    return " ".join(str(error).split())
+from support.messages import flat
 
 
 def grid(size):
