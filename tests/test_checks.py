@@ -11,16 +11,10 @@ from __future__ import annotations
 import importlib
 import math
 import sys
+from pathlib import Path
 
 import jupytext
 import pytest
-import test_checks_lab05
-import test_checks_lab06
-import test_checks_lab07
-import test_checks_lab08
-import test_checks_lab09
-import test_checks_lab10
-import test_checks_lab11
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -28,10 +22,13 @@ from torch.nn import functional as F
 
 from attention_lab import checks
 from attention_lab.checks import MISTAKES
+from support import implementations
+from support.implementations import lab05, lab06, lab07, lab08, lab09, lab10, lab11
 from support.messages import flat
 from support.paths import ROOT
 
 LABS = ROOT / "notebooks_src" / "labs"
+IMPLEMENTATIONS = Path(implementations.__file__).parent
 
 # ---------------------------------------------------------------------------------------------
 # Learner-style implementations: right by default, each keyword introduces one mistake.
@@ -219,26 +216,26 @@ RIGHT = [
     (checks.check_multi_head_attention, multi_head),
     (checks.check_sinusoidal_encoding, encoding),
     (checks.check_masked_attention, masked()),
-    # Labs 5 to 11 keep their implementations and their mistakes in test_checks_labNN.py.
-    (checks.check_encoder_layer, test_checks_lab05.RIGHT[0]),
-    (checks.check_pooling_and_search, test_checks_lab06.RIGHT[0]),
-    (checks.check_online_softmax, test_checks_lab07.RIGHT[0]),
-    (checks.check_kv_cache_decoding, test_checks_lab08.RIGHT[0]),
-    (checks.check_grouped_query_attention, test_checks_lab09.RIGHT[0]),
-    (checks.check_sliding_window_mask, test_checks_lab10.RIGHT[0][1]),
-    (checks.check_document_mask, test_checks_lab10.RIGHT[-1][1]),
-    (checks.check_alibi_slopes, test_checks_lab11.slopes_loop),
-    (checks.check_alibi_bias, test_checks_lab11.bias_right),
+    # Labs 5 to 11 keep their implementations and their mistakes in support/implementations/.
+    (checks.check_encoder_layer, lab05.RIGHT[0]),
+    (checks.check_pooling_and_search, lab06.RIGHT[0]),
+    (checks.check_online_softmax, lab07.RIGHT[0]),
+    (checks.check_kv_cache_decoding, lab08.RIGHT[0]),
+    (checks.check_grouped_query_attention, lab09.RIGHT[0]),
+    (checks.check_sliding_window_mask, lab10.RIGHT[0][1]),
+    (checks.check_document_mask, lab10.RIGHT[-1][1]),
+    (checks.check_alibi_slopes, lab11.slopes_loop),
+    (checks.check_alibi_bias, lab11.bias_right),
 ]
 CHECK_IDS = [check.__name__ for check, _ in RIGHT]
 
 
 def lab_modules() -> list:
-    """The labs' own test files, tests/test_checks_labNN.py, imported: each holds RIGHT (right
-    implementations written differently) and WRONG (one mistake each) for its lab's check,
-    CHECK (or check), and the tests particular to its lab."""
-    paths = sorted((ROOT / "tests").glob("test_checks_lab*.py"))
-    return [importlib.import_module(path.stem) for path in paths]
+    """The labs' learner code, support/implementations/labNN.py, imported: each holds RIGHT
+    (right implementations written differently) and WRONG (one mistake each) for its lab's
+    check, CHECK (or check); test_checks_labNN.py holds the tests particular to its lab."""
+    paths = sorted(IMPLEMENTATIONS.glob("lab*.py"))
+    return [importlib.import_module(f"support.implementations.{path.stem}") for path in paths]
 
 
 def lab_rights() -> list[tuple]:
@@ -251,7 +248,7 @@ def lab_rights() -> list[tuple]:
     return found
 
 
-# Every right implementation: this file's for Labs 1 to 4 and those of test_checks_labNN.py.
+# Every right implementation: this file's for Labs 1 to 4 and those of support/implementations/.
 ALL_RIGHT = RIGHT[:4] + lab_rights()
 
 
@@ -399,7 +396,7 @@ WRONG = [
 
 
 def lab_tests() -> list[tuple]:
-    """(check, wrong, key) of the labs' own test files, tests/test_checks_labNN.py: each has
+    """(check, wrong, key) of the labs' learner code, support/implementations/labNN.py: each has
     WRONG = [(wrong implementation, key), ...] with CHECK, or [(check, wrong, key), ...]."""
     found = []
     for module in lab_modules():
@@ -408,7 +405,7 @@ def lab_tests() -> list[tuple]:
     return found
 
 
-# Every wrong implementation of every lab: this file's and those of test_checks_labNN.py.
+# Every wrong implementation of every lab: this file's and those of support/implementations/.
 ALL_WRONG = WRONG + lab_tests()
 
 

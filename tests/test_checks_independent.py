@@ -1,11 +1,11 @@
 """The labs' checks on implementations written blind, from the lab pages alone.
 
-``tests/independent_labs.py`` holds, per lab, correct implementations written differently from
-the pages' solutions and wrong ones with a plausible learner's mistake each, written without
-reading the checks or their catalogue (``tests/independent_labs_baseline.md`` records the first
-measurement). The checks must pass every correct one, fail every wrong one, and never answer a
-wrong one with no more than "none of the common mistakes": a message names a mistake or says
-where the result goes wrong.
+``support/implementations/independent_labs.py`` holds, per lab, correct implementations written
+differently from the pages' solutions and wrong ones with a plausible learner's mistake each,
+written without reading the checks or their catalogue (``independent_labs_baseline.md`` beside it
+records the first measurement). The checks must pass every correct one, fail every wrong one, and
+never answer a wrong one with no more than "none of the common mistakes": a message names a
+mistake or says where the result goes wrong.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import contextlib
 import io
 
-import independent_labs
 import pytest
 
 from attention_lab import checks
 from attention_lab.checks._core import UNKNOWN
+from support.implementations import independent_labs
 
 CORRECT = [
     (lab, entry["check"], fn)

@@ -7,7 +7,7 @@ learner mistake at one step.
 
 ``LABS[lab]`` holds the name of the lab's check in ``attention_lab.checks``, the correct
 functions, and the wrong ones with a one-line description of the mistake. This module holds no
-tests; ``tests/independent_labs_baseline.md`` records what the checkers said about each one.
+tests; ``independent_labs_baseline.md`` beside it records what the checkers said about each one.
 """
 
 from __future__ import annotations
