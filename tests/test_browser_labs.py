@@ -10,24 +10,13 @@ from __future__ import annotations
 
 import pytest
 
+from support import labs
 from support.browser import SCREENSHOTS, Tab
 
 pytestmark = [pytest.mark.book, pytest.mark.browser]
 
-# Each lab page and the learner's function it defines.
-LABS = {
-    "01_scaled_dot_product_attention": "my_attention",
-    "02_multi_head_attention": "my_multi_head_attention",
-    "03_positional_encoding": "my_encoding",
-    "04_masks": "my_masked_attention",
-    "05_encoder_layer": "my_encoder_layer",
-    "06_pooling_and_search": "my_search",
-    "07_online_softmax": "my_online_attention",
-    "08_kv_cache_decoding": "my_decode_step",
-    "09_grouped_query_attention": "my_grouped_query_attention",
-    "10_window_and_document_masks": "my_sliding_window_mask",
-    "11_alibi": "my_slopes",
-}
+# Each lab page and the (first) learner's function its stub defines.
+LABS = {name: labs.read(name).functions[0] for name in labs.NAMES}
 
 
 @pytest.fixture

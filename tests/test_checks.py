@@ -13,7 +13,6 @@ import math
 import sys
 from pathlib import Path
 
-import jupytext
 import pytest
 import torch
 from hypothesis import given, settings
@@ -22,12 +21,10 @@ from torch.nn import functional as F
 
 from attention_lab import checks
 from attention_lab.checks import MISTAKES
-from support import implementations
+from support import implementations, labs
 from support.implementations import lab05, lab06, lab07, lab08, lab09, lab10, lab11
 from support.messages import flat
-from support.paths import ROOT
 
-LABS = ROOT / "notebooks_src" / "labs"
 IMPLEMENTATIONS = Path(implementations.__file__).parent
 
 # ---------------------------------------------------------------------------------------------
@@ -529,44 +526,12 @@ LAB_CHECKS = {
 }
 
 
-def lab_code(name: str) -> tuple[str, str, str]:
-    """(setup, stub, solution) code of a lab page: cells before the stub, the stub, the solution.
-
-    The solution is every code cell between the page's ``{solution-start}`` and
-    ``{solution-end}`` markers.
-    """
-    nb = jupytext.read(LABS / f"{name}.md")
-    setup, stub_code, solution = [], None, []
-    inside = False
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            if "{solution-start}" in cell.source:
-                inside = True
-            if "{solution-end}" in cell.source:
-                inside = False
-            continue
-        if inside:
-            solution.append(cell.source)
-        elif stub_code is None and "raise NotImplementedError" in cell.source:
-            stub_code = cell.source
-        elif stub_code is None:
-            setup.append(cell.source)
-    assert stub_code and solution, f"{name}: no stub or no solution found"
-    return "\n".join(setup), stub_code, "\n".join(solution)
-
-
 def run_lab_cells(*sources: str) -> dict:
     namespace: dict = {}
     for source in sources:
         lines = [line for line in source.splitlines() if not line.lstrip().startswith("%")]
         exec(compile("\n".join(lines), "<lab>", "exec"), namespace)  # noqa: S102 - our own pages
     return namespace
-
-
-def learner_functions(namespace: dict, stub_source: str) -> list:
-    """The functions the stub defines, in order."""
-    names = [part.split("(", 1)[0] for part in stub_source.split("def ")[1:]]
-    return [namespace[name] for name in names]
 
 
 def lab_checks(lab: str) -> list:
@@ -577,9 +542,9 @@ def lab_checks(lab: str) -> list:
 
 @pytest.mark.parametrize("lab", sorted(LAB_CHECKS))
 def test_the_labs_solution_passes_its_check(lab, capsys):
-    setup, stub_code, solution = lab_code(lab)
-    namespace = run_lab_cells(setup, stub_code, solution)
-    functions = learner_functions(namespace, stub_code)
+    page = labs.read(lab)
+    namespace = run_lab_cells(*page.setup, page.stub, *page.solution)
+    functions = [namespace[name] for name in page.functions]
     assert len(functions) == len(lab_checks(lab))
     for check, fn in zip(lab_checks(lab), functions, strict=True):
         capsys.readouterr()
@@ -589,9 +554,9 @@ def test_the_labs_solution_passes_its_check(lab, capsys):
 
 @pytest.mark.parametrize("lab", sorted(LAB_CHECKS))
 def test_the_labs_stub_fails_its_check_with_a_helpful_message(lab):
-    setup, stub_code, _ = lab_code(lab)
-    namespace = run_lab_cells(setup, stub_code)
-    functions = learner_functions(namespace, stub_code)
+    page = labs.read(lab)
+    namespace = run_lab_cells(*page.setup, page.stub)
+    functions = [namespace[name] for name in page.functions]
     for check, fn in zip(lab_checks(lab), functions, strict=True):
         with pytest.raises(AssertionError) as info:
             check(fn)

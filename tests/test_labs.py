@@ -5,7 +5,6 @@ the check with a helpful message.
 
 from __future__ import annotations
 
-import ast
 import os
 import subprocess
 import types
@@ -15,37 +14,13 @@ import nbformat
 import pytest
 
 from attention_book import notebook_converter
+from support import labs
 from support.paths import ROOT
 from support.prerequisites import missing
 
-LABS = sorted((ROOT / "notebooks_src" / "labs").glob("*.md"))
-NAMES = [lab.stem for lab in LABS]
-STUB = "raise NotImplementedError"
-
-
-def defined_functions(source: str) -> set[str]:
-    lines = [line for line in source.splitlines() if not line.lstrip().startswith("%")]
-    tree = ast.parse("\n".join(lines))
-    return {node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
-
-
-def solution_cells(nb) -> list[str]:
-    """Code of the cells between a page's {solution-start} and {solution-end} markers."""
-    inside, code = False, []
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            inside = ("{solution-start}" in cell.source) or (
-                inside and "{solution-end}" not in cell.source
-            )
-        elif inside:
-            code.append(cell.source)
-    return code
-
-
-def stub_cell(nb) -> str:
-    stubs = [c.source for c in nb.cells if c.cell_type == "code" and STUB in c.source]
-    assert len(stubs) == 1, "a lab has exactly one stub"
-    return stubs[0]
+LABS = labs.PAGES
+NAMES = labs.NAMES
+STUB = labs.STUB
 
 
 @pytest.fixture(scope="module")
@@ -85,15 +60,17 @@ def test_there_are_eleven_labs():
 
 @pytest.mark.parametrize("lab", LABS, ids=NAMES)
 def test_the_source_has_a_stub_a_check_and_a_solution_of_the_same_function(lab):
-    nb = jupytext.read(lab)
-    stub = stub_cell(nb)
-    names = defined_functions(stub)  # one function, or a few (Lab 10 has two)
+    page = labs.read(lab)
+    stub = page.stub
+    names = page.functions  # one function, or a few (Lab 10 has two)
     assert names and len(names) == stub.count(STUB), "each function of the stub raises"
-    solution = "\n".join(solution_cells(nb))
+    solution = "\n".join(page.solution)
     for name in names:
         assert name.startswith("my_"), "the learner's function is called my_<something>"
-        assert name in defined_functions(solution) and STUB not in solution
-        checks = [c for c in nb.cells if c.cell_type == "code" and f"({name})" in c.source]
+        assert name in labs.defined_functions(solution) and STUB not in solution
+        checks = [
+            c for c in page.notebook.cells if c.cell_type == "code" and f"({name})" in c.source
+        ]
         assert len(checks) == 2, "one check on the stub (raises) and one after the solution"
         assert "raises-exception" in checks[0].metadata.get("tags", [])
         assert "raises-exception" not in checks[1].metadata.get("tags", [])
@@ -108,16 +85,16 @@ def test_make_notebooks_writes_the_stub_without_the_solution(lab, made_notebooks
     path = made_notebooks / "labs" / f"{lab.stem}.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    source = jupytext.read(lab)
+    page = labs.read(lab)
     code = [c.source for c in nb.cells if c.cell_type == "code"]
-    assert stub_cell(source) in code
-    for name in defined_functions(stub_cell(source)):
+    assert page.stub in code
+    for name in page.functions:
         assert any(f"({name})" in c for c in code), "the check cell is there"
     # No solution code: not its cells, not a line of its function bodies (hints may quote
     # fragments in prose), no markers.
     all_code = "\n".join(code)
     everything = "\n".join(c.source for c in nb.cells)
-    for solution in solution_cells(source):
+    for solution in page.solution:
         assert solution not in code
         for line in solution.splitlines():
             if line.strip() and not line.lstrip().startswith(("def ", '"""', "#", "return")):
