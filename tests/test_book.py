@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from support import page_weights
 from support.paths import ROOT
 
 pytestmark = pytest.mark.book
 
 EXTERNAL = re.compile(r"^(https?:)?//", re.IGNORECASE)
+PLOTLY_JS = "_static/vendor/plotly/plotly-cartesian.min.js"
 
 
 class Resources(HTMLParser):
@@ -122,6 +124,23 @@ def test_plotly_js_only_on_pages_with_plotly_figures(html_dir):
         text = page.read_text(encoding="utf-8")
         loads_plotly = any("plotly" in s for s in parse(page).scripts)
         assert loads_plotly == ('class="plotly-graph-div"' in text), page.name
+
+
+def test_plotly_js_is_loaded_exactly_where_there_is_a_figure(html_dir):
+    pages = [html_dir / page for page in page_weights.built_pages(html_dir)]
+    with_figures = []
+    for page in pages:
+        text = page.read_text()
+        has_figure = 'class="plotly-graph-div"' in text
+        assert (PLOTLY_JS in text) == has_figure, (
+            f"{page.relative_to(html_dir)}: plotly.js loaded={PLOTLY_JS in text}, "
+            f"figure={has_figure}"
+        )
+        with_figures += [page] if has_figure else []
+    names = {page.name[:2] for page in with_figures}
+    # Chapters 02's, 04's and 05's explorers became instruments (test_browser_instruments.py).
+    assert {"03", "09"} <= names, f"explorers are missing: only {sorted(names)}"
+    assert (html_dir / PLOTLY_JS).stat().st_size > 1_000_000
 
 
 def test_every_figure_has_alt_text(html_dir):

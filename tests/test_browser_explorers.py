@@ -1,8 +1,8 @@
 """The interactive explorers in the built book, operated in headless Chromium like a reader would.
 
-Every plotly figure on every page must render, and plotly.js must be loaded exactly by the pages
-that have one. For each explorer the tests click its real controls (buttons, dropdown entries,
-slider steps, with the mouse) and read the figure's data back from the page
+Every plotly figure on every page must render (that plotly.js is loaded exactly by the pages
+that have one is test_book.py's). For each explorer the tests click its real controls (buttons,
+dropdown entries, slider steps, with the mouse) and read the figure's data back from the page
 (``document.getElementById(id).data``) to check that it changed to the state the control
 stands for. Screenshots of each explorer at desktop (1280 px) and phone (375 px) widths go to
 tests/screenshots/ (ignored by git).
@@ -165,23 +165,6 @@ def built_pages(html_dir: Path) -> list[Path]:
 
 
 # --- every page ----------------------------------------------------------------------------
-
-
-def test_plotly_js_is_loaded_exactly_where_there_is_a_figure(html_dir):
-    pages = built_pages(html_dir)
-    with_figures = []
-    for page in pages:
-        text = page.read_text()
-        has_figure = 'class="plotly-graph-div"' in text
-        assert (PLOTLY_JS in text) == has_figure, (
-            f"{page.relative_to(html_dir)}: plotly.js loaded={PLOTLY_JS in text}, "
-            f"figure={has_figure}"
-        )
-        with_figures += [page] if has_figure else []
-    names = {page.name[:2] for page in with_figures}
-    # Chapters 02's, 04's and 05's explorers became instruments (test_browser_instruments.py).
-    assert {"03", "09"} <= names, f"explorers are missing: only {sorted(names)}"
-    assert (html_dir / PLOTLY_JS).stat().st_size > 1_000_000
 
 
 @pytest.mark.browser
