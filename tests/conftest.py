@@ -189,7 +189,7 @@ def pytest_terminal_summary(terminalreporter, config):
     )  # fmt: skip
     reports = [r for found in stats.values() for r in found if hasattr(r, "nodeid")]
     read = {r.nodeid.split("::")[0] for r in reports}
-    if not read & {"tests/test_portability.py", "tests/test_seed_sweep.py"}:
+    if not read & {"tests/runs/test_portability.py", "tests/runs/test_seed_sweep.py"}:
         return
     for title, lines in runs.summary():
         terminalreporter.section(title)
