@@ -7,11 +7,7 @@ nothing downloads a browser. Without Chromium the tests skip, except with CI=tru
 
 from __future__ import annotations
 
-import pytest
-
 from support.browser import SCREENSHOTS, Tab
-
-pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 
 def test_pattern_chapter_math_and_figures(browser, server):

@@ -7,12 +7,8 @@ axe-core is pinned in package.json and installed into node_modules/ by ``make bo
 
 from __future__ import annotations
 
-import pytest
-
 from support import page_weights
 from support.accessibility import run_axe
-
-pytestmark = [pytest.mark.book, pytest.mark.browser]
 
 
 def test_axe_catches_an_unlabelled_field(browser, server, axe):

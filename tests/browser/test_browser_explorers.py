@@ -14,15 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_lab import interactive
 from support import page_weights
 from support.browser import DESKTOP, SCREENSHOTS, Tab
 from support.prerequisites import missing
-
-pytestmark = pytest.mark.book
 
 CHAPTERS = "notebooks_src/chapters"
 PLOTLY_JS = "_static/vendor/plotly/plotly-cartesian.min.js"
@@ -167,7 +164,6 @@ def built_pages(html_dir: Path) -> list[Path]:
 # --- every page ----------------------------------------------------------------------------
 
 
-@pytest.mark.browser
 def test_every_plotly_figure_renders(browser, server, html_dir):
     problems = []
     for page in built_pages(html_dir):
@@ -188,7 +184,6 @@ def test_every_plotly_figure_renders(browser, server, html_dir):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.browser
 def test_markup_in_a_token_is_shown_as_text_and_runs_nothing(browser, server):
     tokens = ["[CLS]", MARKUP, "[SEP]"]
     weights = [[[[1 / 3] * 3] * 3]]  # [L, H, T, T] = [1, 1, 3, 3]
@@ -228,7 +223,6 @@ def keyboard_choice(reader: Reader, select_id: str) -> str:
     return select.evaluate("s => s.options[s.selectedIndex].text")
 
 
-@pytest.mark.browser
 def test_heads_explorer(browser, server, html_dir):
     div = "explorer-heads"
     reader = Reader(browser, server, chapter(html_dir, "03"))
@@ -253,7 +247,6 @@ def test_heads_explorer(browser, server, html_dir):
     reader.close()
 
 
-@pytest.mark.browser
 def test_attention_explorer(browser, server, html_dir):
     div = "explorer-attention"
     reader = Reader(browser, server, chapter(html_dir, "09"))

@@ -9,8 +9,6 @@ import pytest
 
 from support.figures import COLUMN, SMALLEST, TAP_TO_OPEN
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
 
 @pytest.mark.parametrize("viewport", sorted(COLUMN))
 def test_the_column_widths_are_the_ones_measured(viewport, browser, server):

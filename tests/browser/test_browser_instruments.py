@@ -38,8 +38,6 @@ from support.browser import (
     fits_the_width,
 )
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
 PAGE = "notebooks_src/chapters/02_scaled_dot_product_attention.html"
 MASKS_PAGE = "notebooks_src/chapters/05_masks.html"
 U64, U32 = 2.0**-53, 2.0**-24

@@ -24,8 +24,6 @@ import pytest
 
 from support.browser import SCREENSHOTS, Tab
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 

@@ -13,8 +13,6 @@ import pytest
 from support import labs
 from support.browser import SCREENSHOTS, Tab
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
 # Each lab page and the (first) learner's function its stub defines.
 LABS = {name: labs.read(name).functions[0] for name in labs.NAMES}
 

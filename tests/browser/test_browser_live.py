@@ -33,8 +33,6 @@ from support.browser import (
 )
 from support.server import serve
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
 PAGE = "notebooks_src/chapters/09_attention_in_a_pretrained_model.html"
 # Sentences that are not in the chapter's gallery: one with non-ASCII letters, marks and an
 # emoji, one of about 60 tokens, one that would run a script if it were ever parsed as markup.

@@ -23,8 +23,6 @@ from support import page_weights
 from support.accessibility import BLOCKING, run_axe
 from support.browser import CHOOSE_THEME, PHONE, SCREENSHOTS, Tab
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
 # Rules this stack cannot satisfy, each with the reason and the upstream issue. Empty: every
 # rule is met at its cause (see book/_templates/, book/_static/custom.css, attention_lab.quiz).
 NOT_FIXABLE: dict[str, str] = {}

@@ -10,8 +10,6 @@ import pytest
 
 from support.browser import CHOOSE_THEME, Tab
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
 # Chapter 05 has folded cells, an instrument and a quiz; chapter 07 prints errors with long lines.
 PAGES = [
     "notebooks_src/chapters/05_masks.html",

@@ -18,8 +18,6 @@ from support.browser import SCREENSHOTS, Tab
 from support.paths import ROOT
 from support.prerequisites import missing
 
-pytestmark = [pytest.mark.book, pytest.mark.browser]
-
 QUIZZES = sorted((ROOT / "notebooks_src" / "quizzes").glob("*.json"))
 
 

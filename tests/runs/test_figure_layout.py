@@ -29,8 +29,6 @@ from support.figures import figure_records, png_size
 SOURCES = runs.sources()
 IDS = [runs.page_of(s) for s in SOURCES]
 
-pytestmark = pytest.mark.book  # runs the notebooks the build wrote
-
 SLACK = 0.5  # px shrunk from each side of a text's rectangle before testing for overlap
 # A legend covers data when it lies over at least this many of a line's points (its vertices and
 # 7 points evenly between each two) or a scatter's markers: one point is often a line's end

@@ -24,8 +24,6 @@ import pytest
 from support import runs
 from support.figures import COLUMN, SMALLEST, TAP_TO_OPEN, figure_records, png_size, rendered_px
 
-pytestmark = pytest.mark.book  # reads the learner notebooks' runs
-
 SOURCES = runs.sources()
 IDS = [runs.page_of(s) for s in SOURCES]
 

@@ -34,7 +34,7 @@ import pytest
 from attention_book import notebook_converter
 from support.paths import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.book]
+pytestmark = pytest.mark.slow
 
 REQUIREMENTS = ROOT / notebook_converter.LEARN_REQUIREMENTS
 CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"

@@ -26,8 +26,6 @@ from attention_book import notebook_converter, notebook_downloads
 from support import numerics, runs
 from support.paths import HTML, ROOT
 
-pytestmark = pytest.mark.book  # the notebooks the build wrote into _build/html/_notebooks/
-
 SOURCES = sorted((ROOT / "notebooks_src").rglob("*.md"))
 IDS = [str(p.relative_to(ROOT / "notebooks_src").with_suffix("")) for p in SOURCES]
 NOTEBOOKS = HTML / notebook_downloads.HTML_DIR_NAME

@@ -9,13 +9,10 @@ import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
 import yaml
 
 from support import page_weights
 from support.paths import ROOT
-
-pytestmark = pytest.mark.book
 
 EXTERNAL = re.compile(r"^(https?:)?//", re.IGNORECASE)
 PLOTLY_JS = "_static/vendor/plotly/plotly-cartesian.min.js"

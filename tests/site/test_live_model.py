@@ -18,8 +18,6 @@ import torch
 from attention_book import live_attention
 from support.paths import ROOT
 
-pytestmark = pytest.mark.book  # the ONNX file the build exported
-
 PAGE = "notebooks_src/chapters/09_attention_in_a_pretrained_model.html"
 SENTENCES = [
     "A heron waited by the canal until the barges had passed.",

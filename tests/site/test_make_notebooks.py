@@ -18,8 +18,6 @@ from support import labs
 from support.paths import ROOT
 from support.prerequisites import missing
 
-pytestmark = pytest.mark.book  # `make notebooks` reads the last build's index
-
 LABS = labs.PAGES
 NAMES = labs.NAMES
 
