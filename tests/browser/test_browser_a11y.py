@@ -1,6 +1,6 @@
-"""Accessibility beyond what each page's visit records (tests/test_browser_pages.py runs axe-core
-on every page in both themes, and weighs it): the audit can fail, and the explorers' controls work
-from the keyboard.
+"""Accessibility beyond what each page's visit records (tests/browser/test_browser_pages.py runs
+axe-core on every page in both themes, and weighs it): the audit can fail, and the explorers'
+controls work from the keyboard.
 
 axe-core is pinned in package.json and installed into node_modules/ by ``make book``.
 """

@@ -181,7 +181,8 @@ def test_a_learner_draws_the_same_figures_as_the_book(source, executed, html_dir
 
     A page that does not train runs under another numeric configuration (conftest.py's
     ``learner_run``), so its figures are not compared byte for byte here; a page that trains runs
-    in the build's, and tests/test_seed_sweep.py checks it draws the book's figures byte for byte.
+    in the build's, and tests/runs/test_seed_sweep.py checks it draws the book's figures byte for
+    byte.
     """
     book_run = numerics.BUILD_EXECUTED / source.relative_to(ROOT / "notebooks_src").with_suffix(
         ".ipynb"

@@ -3,12 +3,13 @@
 A trained model's numbers, and so the page asserts that check them, depend on the CPU's vector
 width, the BLAS kernel and the thread count. So every page runs under at least two numeric
 configurations besides the build's (``support.runs.matrix``): a page that trains a model under
-three, through its seed sweep (tests/test_seed_sweep.py); any other page as its learner notebook
-under the first (tests/test_notebooks.py) and as the book executes it (labs with their solutions)
-under the second. Any cell error outside a cell tagged ``raises-exception`` fails, which includes
-every page's own asserts. Figures are not compared across configurations. The glued values that
-differ from the build's are printed after the run (``support.runs.summary``). ``make runs``
-executes and stores every run, two at a time, before the tests read them.
+three, through its seed sweep (tests/runs/test_seed_sweep.py); any other page as its learner
+notebook under the first (tests/runs/test_notebooks.py) and as the book executes it (labs with
+their solutions) under the second. Any cell error outside a cell tagged ``raises-exception``
+fails, which includes every page's own asserts. Figures are not compared across configurations.
+The glued values that differ from the build's are printed after the run
+(``support.runs.summary``). ``make runs`` executes and stores every run, two at a time, before the
+tests read them.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """support/figure_recorder.py, the cell the notebook tests put first, run in a fresh interpreter.
 
-It must record what tests/test_figure_text.py and tests/test_figure_layout.py read (the dpi, the
-font sizes, where each text, axes and legend was drawn) and change nothing: the PNG comes out
-byte for byte as without it, and the notebook's namespace gains no name.
+It must record what tests/runs/test_figure_text.py and tests/runs/test_figure_layout.py read (the
+dpi, the font sizes, where each text, axes and legend was drawn) and change nothing: the PNG
+comes out byte for byte as without it, and the notebook's namespace gains no name.
 """
 
 from __future__ import annotations
