@@ -109,8 +109,8 @@ test:
 	@$(STAGE) run "built site, learners' notebooks" -- \
 	  $(PYTEST) -m "book and not browser and not slow"
 	@$(STAGE) run "portability run, seed sweep" -- \
-	  $(PYTEST) tests/test_portability.py tests/test_seed_sweep.py
-	@$(STAGE) run "learner environment" -- $(PYTEST) tests/test_learner_environment.py
+	  $(PYTEST) tests/runs/test_portability.py tests/runs/test_seed_sweep.py
+	@$(STAGE) run "learner environment" -- $(PYTEST) tests/runs/test_learner_environment.py
 	@$(STAGE) run "browser" -- $(PYTEST) -m "browser"
 	@$(STAGE) table
 

@@ -5,9 +5,12 @@ first). Outside CI a missing prerequisite skips those tests with a message sayin
 ``CI=true`` it fails them, so CI can never pass by skipping.
 
 Markers (pyproject.toml) say what a test needs: ``book`` the built book in ``_build/``, ``browser``
-headless Chromium, ``slow`` several minutes of pages run again. A test that asks for the built
-book (``html_dir``) or for Chromium (``browser``) gets the marker here even where its module forgot
-it, so ``make test-fast`` (``-m "not book and not browser and not slow"``) never needs a build.
+headless Chromium, ``slow`` several minutes of pages run again. ``book`` and ``browser`` come from
+the test's folder (``FOLDER_MARKERS``: site/ and runs/ ``book``, browser/ both; unit/ and pages/
+none); ``slow`` is set by its three modules (runs/: portability, seed sweep, learner
+environment). A test that asks for the built book (``html_dir``) or for Chromium (``browser``)
+gets the marker here wherever it lives, so ``make test-fast`` (``-m "not book and not browser and
+not slow"``) never needs a build.
 
 Hypothesis's budget is set once, here: the profile ``suite`` (``HYPOTHESIS_PROFILE=thorough`` runs
 ten times as many examples). A test states ``max_examples`` itself only where its examples cost
@@ -18,7 +21,9 @@ The plumbing these fixtures hand out lives in ``tests/support/`` (importable as 
 browser test opens pages with, the phone's width, screenshots), ``accessibility`` (axe-core),
 ``page_weights`` (what a page downloads; also ``make bench-weights``), ``figure_recorder`` (the
 cell that records the text of every figure a notebook draws), ``numerics`` (seeds and numeric
-configurations) and ``tensors`` (the library tests' inputs and tolerances).
+configurations) and ``tensors`` (the library tests' inputs and tolerances); ``paths`` (``ROOT``,
+``HTML``) and ``prerequisites`` (``missing``) are what test modules would otherwise have imported
+from here: no test module imports conftest.
 """
 
 from __future__ import annotations
@@ -33,23 +38,14 @@ from hypothesis import settings
 from support import accessibility, runs, stages
 from support import browser as browser_support
 from support import server as server_support
-
-ROOT = Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from support.paths import HTML, ROOT
+from support.prerequisites import missing
 
 # No deadline: the first example of a test pays for torch's lazy initialisation, and on a loaded
 # machine any example may wait for a core.
 settings.register_profile("suite", max_examples=25, deadline=None)
 settings.register_profile("thorough", max_examples=250, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
-
-
-def missing(reason: str) -> None:
-    """Skip (locally) or fail (in CI) because a prerequisite is missing."""
-    if IN_CI:
-        pytest.fail(f"{reason} (CI=true: this must not be skipped)")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -62,6 +58,21 @@ def html_dir() -> Path:
 # A fixture a test asks for (directly or through another fixture) -> the marker it implies.
 IMPLIED_MARKERS = {"html_dir": "book", "browser": "browser"}
 
+# The folder under tests/ a test lives in -> the markers it implies: the built site and the page
+# runs need `make book` (and `make runs`), the browser tests Chromium over the built book. unit/
+# and pages/ imply none (a test there that asks for ``html_dir`` still gets ``book``).
+TESTS = Path(__file__).resolve().parent
+FOLDER_MARKERS = {"site": ("book",), "runs": ("book",), "browser": ("book", "browser")}
+
+
+def folder(item) -> str | None:
+    """The folder under tests/ a test's file is in (``unit``, ``site``, ...), or None."""
+    path = Path(item.path).resolve()
+    if not path.is_relative_to(TESTS):
+        return None
+    parts = path.relative_to(TESTS).parts
+    return parts[0] if len(parts) > 1 else None
+
 
 # The test modules whose groups take longest (the browser stage's visit of every page in each
 # theme, minutes each); the rest keep their order.
@@ -71,6 +82,9 @@ LONGEST_FIRST = ("test_browser_pages.py", "test_browser_instruments.py")
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
 def pytest_collection_modifyitems(items):
     for item in items:
+        for marker in FOLDER_MARKERS.get(folder(item), ()):
+            if item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
         for fixture, marker in IMPLIED_MARKERS.items():
             if fixture in item.fixturenames and item.get_closest_marker(marker) is None:
                 item.add_marker(marker)
@@ -138,7 +152,7 @@ def default_print_options():
     torch.set_printoptions(profile="default", sci_mode=None)
 
 
-# Browser tests (test_browser*.py): Debian's Chromium driven by Playwright over a local server
+# Browser tests (browser/): Debian's Chromium driven by Playwright over a local server
 # (tests/support/browser.py, server.py, accessibility.py).
 
 
@@ -196,7 +210,7 @@ def pytest_terminal_summary(terminalreporter, config):
     )  # fmt: skip
     reports = [r for found in stats.values() for r in found if hasattr(r, "nodeid")]
     read = {r.nodeid.split("::")[0] for r in reports}
-    if not read & {"tests/test_portability.py", "tests/test_seed_sweep.py"}:
+    if not read & {"tests/runs/test_portability.py", "tests/runs/test_seed_sweep.py"}:
         return
     for title, lines in runs.summary():
         terminalreporter.section(title)

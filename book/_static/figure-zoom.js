@@ -1,6 +1,6 @@
 // A tap (or click) on a figure's image opens the image itself at full size: on a phone a wide
 // figure is scaled down to the column, and the full-size image can be zoomed and panned. A
-// figure with the class tap-to-open (tests/test_figure_text.py's TAP_TO_OPEN: too wide to be
+// figure with the class tap-to-open (tests/support/figures.py's TAP_TO_OPEN: too wide to be
 // legible in a phone's column) also gets a hint under its image, which custom.css shows on
 // narrow screens only.
 document.addEventListener("DOMContentLoaded", () => {

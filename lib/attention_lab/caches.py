@@ -415,7 +415,7 @@ class CacheShape:
 
 
 # Published attention settings (each model's config.json on its release), the ones a decoding
-# cache depends on. tests/test_cache_shapes.py checks those that transformers' default
+# cache depends on. tests/unit/test_cache_shapes.py checks those that transformers' default
 # configurations also describe (Llama 2 7B, Falcon 7B, Mistral 7B v0.1, DeepSeek-V3).
 PUBLISHED_CACHE_SHAPES: dict[str, CacheShape] = {
     "Llama 2 7B": CacheShape(num_layers=32, num_heads=32, head_dim=128),

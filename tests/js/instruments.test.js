@@ -1,7 +1,8 @@
 // The pure parts of the Part VI instruments (book/_static/instruments/mask_composer.js,
 // cache_memory.js and extrapolation.js), under `node --test`: the examples of attention_lab.masks'
-// docstrings, of CacheShape's and of attention_lab.positional's. tests/test_browser_instruments.py
-// checks the same functions in the page against the library itself.
+// docstrings, of CacheShape's and of attention_lab.positional's.
+// tests/browser/test_browser_instruments.py checks the same functions in the page against the
+// library itself.
 "use strict";
 const test = require("node:test");
 const assert = require("node:assert/strict");

@@ -5,9 +5,9 @@ first cell when the tests execute it: for every PNG the kernel renders (a figure
 plt.show() or glued), it records the dpi it was rendered at and the font size in points of every
 text matplotlib drew into it, keyed by the PNG's SHA-256: the PNG as drawn, and the PNG
 Jupyter's formatter sends (they differ for a palette PNG, see plotting.use_palette_png). Also
-where each text, axes frame and legend was drawn, in the PNG's pixels (tests/test_figure_text.py
-and tests/test_figure_layout.py read them). It only observes: the figures come out byte for
-byte as without it.
+where each text, axes frame and legend was drawn, in the PNG's pixels
+(tests/runs/test_figure_text.py and tests/runs/test_figure_layout.py read them). It only observes:
+the figures come out byte for byte as without it.
 
 The cell runs this file in a namespace of its own, so the notebook's own cells see none of its
 names: a page that forgets an import still fails.

@@ -21,8 +21,9 @@ page at most ``NEXT_PAGE_BUDGET``. Figures are sent as 256-colour PNGs
 the first-visit budget. Sizes are in bytes; KB = 1000 bytes, MB = 1000 KB.
 
 Measured by ``make bench-weights`` (benchmarks/page_weights.py, the table) and checked by
-tests/test_browser_pages.py (every page, from its one visit), tests/test_browser_instruments.py
-(the instruments' pages) and tests/test_page_weights.py (the budget itself, on made-up numbers).
+tests/browser/test_browser_pages.py (every page, from its one visit),
+tests/browser/test_browser_instruments.py (the instruments' pages) and
+tests/unit/test_page_weights.py (the budget itself, on made-up numbers).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ instrument, and no other. Where an instrument shows the library's own data (the 
 instrument's published model shapes), ``LIBRARY_DATA`` adds it to ``data-config`` from
 ``attention_lab`` when the page is built, so the browser code holds no copy. The code is plain
 JavaScript computing in float64 on typed arrays; nothing is fetched. Its random inputs come from
-a seeded generator described in ``core.js``, which ``tests/test_browser_instruments.py``
+a seeded generator described in ``core.js``, which ``tests/browser/test_browser_instruments.py``
 reproduces in Python to compare the page's numbers with ``attention_lab``'s.
 
 A learner's notebook has no page to compute in: there the directive becomes a note pointing to

@@ -1,7 +1,7 @@
 // The instruments' shared arithmetic (book/_ext/attention_book/instruments.py links this file,
 // then each instrument's own script, on the pages that hold one). Plain JavaScript, float64 throughout.
 //
-// Every random input comes from a seeded generator that tests/test_browser_instruments.py
+// Every random input comes from a seeded generator that tests/browser/test_browser_instruments.py
 // reproduces in Python, so the page's numbers can be compared with attention_lab's:
 // - mulberry32: a 32-bit state; each step adds 0x6D2B79F5 and mixes (uint32 out);
 // - uniform(): (u + 0.5) / 2^32, in (0, 1), never 0;

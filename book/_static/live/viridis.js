@@ -1,6 +1,6 @@
 // matplotlib's viridis colour map as 256 RGB bytes, for the live box's maps: the same table
 // matplotlib's imshow uses for the chapter's figures (matplotlib.colormaps["viridis"](range(256),
-// bytes=True); tests/test_live_colormap.py checks it against the installed matplotlib 3.11.2).
+// bytes=True); tests/unit/test_live_colormap.py checks it against the installed matplotlib 3.11.2).
 // Entry 0 is dark purple (weight 0), entry 255 yellow (the top of the scale).
 (function (root) {
   "use strict";

@@ -1,0 +1,133 @@
+"""The chapter quizzes, used in headless Chromium as a reader would, with the network unavailable.
+
+For every quiz file in notebooks_src/quizzes/ the chapter page of the same name must show the
+quiz, every question of it, and grade in the browser with no kernel: a wrong choice and then the
+right one show their own feedback, marked incorrect and correct; a wrong and then the right number,
+typed and confirmed with Enter, likewise. No console error, no request leaves the machine.
+Screenshots of each quiz go to tests/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from support.browser import SCREENSHOTS, Tab
+from support.paths import ROOT
+from support.prerequisites import missing
+
+QUIZZES = sorted((ROOT / "notebooks_src" / "quizzes").glob("*.json"))
+
+
+def plain(text: str) -> str | None:
+    """The text a reader sees for a feedback string, or None if MathJax will typeset it."""
+    if "$" in text:
+        return None
+    text = re.sub(r"<[^>]+>", "", text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def type_number(page, box, value) -> None:
+    box.click()  # jupyterquiz clears the box on focus
+    box.press_sequentially(str(value))
+    box.press("Enter")
+
+
+def check_feedback(feedback, expected_class: str, text: str) -> None:
+    classes = feedback.get_attribute("class").split()
+    assert expected_class in classes, f"feedback is {classes}, expected {expected_class}"
+    assert feedback.is_visible()
+    # Not by colour alone: a tick or a cross before the feedback, spoken as a word.
+    marker = feedback.evaluate("(el) => getComputedStyle(el, '::before').content")
+    symbol, spoken = (
+        ("\u2713", "Correct.") if expected_class == "correct" else ("\u2717", "Incorrect.")
+    )
+    assert symbol in marker and spoken in marker, marker
+    assert feedback.get_attribute("role") == "status"
+    shown = plain(text)
+    if shown is not None:
+        assert feedback.inner_text().strip() == shown.strip()
+    else:
+        assert feedback.inner_text().strip()
+
+
+def a_number_in(answer: dict) -> float:
+    if "value" in answer:
+        return answer["value"]
+    low, high = answer["range"]
+    return round((low + high) / 2, 6)
+
+
+@pytest.mark.parametrize("quiz_file", QUIZZES, ids=[p.stem for p in QUIZZES])
+def test_quiz_renders_and_grades_in_the_static_page(quiz_file, browser, server, html_dir):
+    stem = quiz_file.stem
+    path = f"notebooks_src/chapters/{stem}.html"
+    if not (html_dir / path).is_file():
+        missing(f"{path} is not built: add the chapter to _toc.yml and run `make book`")
+    questions = json.loads(quiz_file.read_text(encoding="utf-8"))
+
+    # Chapters load MathJax and sometimes plotly.js: on a busy machine a page can take well
+    # over Playwright's default 30 s to load.
+    browser.set_default_timeout(120_000)
+    visit = Tab(browser, server)
+    visit.goto(path, idle=True)
+    page = visit.page
+    container = page.locator(f"#quiz_{stem}")
+    assert container.count() == 1, f"{path}: no quiz container #quiz_{stem}"
+    # The quiz fills its container once the page has loaded and MathJax has typeset.
+    page.wait_for_function(
+        "([id, n]) => document.querySelectorAll(`#${id} .Quiz`).length === n",
+        arg=[f"quiz_{stem}", len(questions)],
+        timeout=30_000,
+    )
+    wrappers = container.locator(".Quiz")
+
+    for index, question in enumerate(questions):
+        wrapper = wrappers.nth(index)
+        feedback = wrapper.locator(".Feedback")
+        if question["type"] == "multiple_choice":
+            buttons = wrapper.locator("label.MCButton")
+            assert buttons.count() == len(question["answers"])
+            wrong = next(a for a in question["answers"] if not a["correct"])
+            right = next(a for a in question["answers"] if a["correct"])
+            for answer, verdict in [(wrong, "incorrect"), (right, "correct")]:
+                # Answers are shuffled on every load: find the button by its feedback.
+                button = _button_with_feedback(wrapper, answer["feedback"])
+                button.click()
+                check_feedback(feedback, verdict, answer["feedback"])
+                assert f"{verdict}Button" in button.get_attribute("class").split()
+        else:
+            box = wrapper.locator("input.Input-text")
+            assert box.count() == 1
+            # The field is named by its label and described by its question.
+            assert box.evaluate("(b) => b.labels.length") == 1
+            described = box.get_attribute("aria-describedby")
+            assert described and wrapper.locator(f"#{described}").inner_text().strip()
+            wrong = next((a for a in question["answers"] if a.get("correct") is False), None)
+            if wrong is not None:
+                type_number(page, box, a_number_in(wrong))
+                check_feedback(feedback, "incorrect", wrong["feedback"])
+            else:
+                type_number(page, box, 123456.789)
+                check_feedback(feedback, "incorrect", question["answers"][-1]["feedback"])
+            right = next(a for a in question["answers"] if a.get("correct") is True)
+            type_number(page, box, a_number_in(right))
+            check_feedback(feedback, "correct", right["feedback"])
+
+    SCREENSHOTS.mkdir(exist_ok=True)
+    container.screenshot(path=str(SCREENSHOTS / f"quiz_{stem}.png"))
+    page.close()
+    assert not visit.errors, "\n".join(visit.errors)
+    assert not visit.outside, "requests left the machine:\n" + "\n".join(visit.outside)
+    assert not visit.failed + visit.unfinished, "\n".join(visit.failed + visit.unfinished)
+
+
+def _button_with_feedback(wrapper, feedback: str):
+    """The answer button whose data-feedback is ``feedback`` (answers are shuffled)."""
+    buttons = wrapper.locator("label.MCButton")
+    for i in range(buttons.count()):
+        if buttons.nth(i).get_attribute("data-feedback") == feedback:
+            return buttons.nth(i)
+    raise AssertionError(f"no answer button with feedback {feedback!r}")

@@ -1,0 +1,75 @@
+"""The seed sweep: each trained chapter's claims hold for other seeds, not just the book's.
+
+Every page that trains a model sets its seed once (``SEED = 0``) and derives every random choice
+from it. Here each such page runs again with seeds 1 to 4 (the build ran 0), as written, each
+under a fixed numeric configuration (``support.runs.sweep_configurations``: three foreign ones
+and the build's); every cell must pass, so each page assert is a bound checked against five
+training runs on four kinds of machine. The spread over seeds is wider than the spread over
+numeric configurations, so it stands in for machines the tests cannot run (Apple Silicon has no
+MKL). Each glued number's range is printed after the run (``support.runs.summary``). The
+learner notebook of each such page runs in the build's configuration with the book's seed, and
+must draw the book's figures byte for byte.
+"""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from support import numerics, runs
+from support.paths import ROOT
+
+pytestmark = pytest.mark.slow
+
+SWEPT = runs.swept()
+SEEDS = runs.SWEEP_SEEDS
+# The chapters that train a model; each must be swept.
+TRAINED = {
+    "08_watching_attention_learn",
+    "12_decoder_that_writes",
+    "13_induction_heads",
+    "14_cross_attention_alignment",
+    "16_sharing_keys_and_values",
+    "17_masks_as_functions",
+    "18_positions_past_training_length",
+    "19_stretching_rope",
+    "20_attention_that_stays_stable",
+}
+
+
+def test_every_trained_chapter_sets_its_seed_once():
+    assert TRAINED <= {s.stem for s in SWEPT}, TRAINED - {s.stem for s in SWEPT}
+    for source in SWEPT:
+        assert len(numerics.SEED_LINE.findall(source.read_text(encoding="utf-8"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "seed"),
+    [(s, seed) for s in SWEPT for seed in SEEDS],
+    ids=[f"{s.stem}-seed{seed}" for s in SWEPT for seed in SEEDS],
+)
+def test_the_page_s_claims_hold_for_another_seed(source, seed, numeric_configurations):
+    (run,) = [
+        r for r in runs.of_page(runs.page_of(source), numeric_configurations)
+        if r.purpose == "sweep" and r.seed == seed
+    ]  # fmt: skip
+    failures = numerics.errors(runs.get(run))
+    assert not failures, f"{run.label}:\n" + "\n".join(failures) + f"\nrerun: {run.command}"
+
+
+@pytest.mark.parametrize("source", SWEPT, ids=[s.stem for s in SWEPT])
+def test_the_book_s_seed_draws_the_book_s_figures(source, html_dir, numeric_configurations):
+    """Seeds are fixed: rerun in the build's configuration, as the learner's notebook, a trained
+    chapter draws the figures of the book's build byte for byte."""
+    book_run = numerics.BUILD_EXECUTED / source.relative_to(ROOT / "notebooks_src")
+    book_run = book_run.with_suffix(".ipynb")
+    if not book_run.is_file():
+        pytest.fail(f"{book_run.relative_to(ROOT)} is missing: `make book` writes it")
+    run = runs.learner(runs.page_of(source), numeric_configurations)
+    assert run.config == "default" and run.seed is None, run
+    nb = runs.get(run)
+    assert not numerics.errors(nb)
+    fresh, built = numerics.pngs(nb), numerics.pngs(nbformat.read(book_run, as_version=4))
+    assert fresh and len(fresh) == len(built)
+    differ = [k + 1 for k, (a, b) in enumerate(zip(fresh, built, strict=True)) if a != b]
+    assert not differ, f"figures {differ} of {len(fresh)} differ from the book's build"

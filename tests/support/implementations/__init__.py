@@ -1,0 +1,6 @@
+"""Learner code used as data: implementations of the labs' functions, right and wrong, written
+as learners write them, which the checks' tests (test_checks*.py) run through the checks.
+
+``labNN.py`` holds lab NN's (``RIGHT``, ``WRONG`` and the lab's check); ``independent_labs.py``
+those written blind, from the lab pages alone (``independent_labs_baseline.md``).
+"""
