@@ -92,7 +92,8 @@ test-js: $(NODE_STAMP)
 runs: book
 	$(BIN)/python tests/support/runs.py
 
-# Each stage timed (tests/support/stages.py), its tests on both cores (pytest-xdist; a test
+# Each stage timed (tests/support/stages.py; the browser stage also lists its 15 slowest tests,
+# its largest cost after the page runs), its tests on both cores (pytest-xdist; a test
 # module's tests on one worker, so module fixtures such as a browser are shared: conftest.py);
 # the table at the end.
 # The book is built with zero warnings, or it fails.
@@ -111,7 +112,7 @@ test:
 	@$(STAGE) run "portability run, seed sweep" -- \
 	  $(PYTEST) tests/runs/test_portability.py tests/runs/test_seed_sweep.py
 	@$(STAGE) run "learner environment" -- $(PYTEST) tests/runs/test_learner_environment.py
-	@$(STAGE) run "browser" -- $(PYTEST) -m "browser"
+	@$(STAGE) run "browser" -- $(PYTEST) -m "browser" --durations=15
 	@$(STAGE) table
 
 # An author's shortcut while changing lib/ or tests/: lint and the tests that need neither the
