@@ -10,16 +10,9 @@ through the check.
 from __future__ import annotations
 
 from attention_lab import checks
+from support.implementations import with_
 
 check = checks.check_encoder_layer
-
-
-def with_(fn, **deviation):
-    def wrong(*args, **kwargs):
-        return fn(*args, **kwargs, **deviation)
-
-    wrong.__name__ = f"{fn.__name__}_with_{'_'.join(deviation)}"
-    return wrong
 
 
 def encoder_layer(x, layer, mask=None, *, mistake=None):

@@ -13,16 +13,9 @@ import torch
 from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab import checks
+from support.implementations import with_
 
 check = checks.check_pooling_and_search
-
-
-def with_(fn, **deviation):
-    def wrong(*args, **kwargs):
-        return fn(*args, **kwargs, **deviation)
-
-    wrong.__name__ = f"{fn.__name__}_with_{'_'.join(deviation)}"
-    return wrong
 
 
 def search(

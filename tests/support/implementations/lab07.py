@@ -14,16 +14,9 @@ import math
 import torch
 
 from attention_lab import checks
+from support.implementations import with_
 
 check = checks.check_online_softmax
-
-
-def with_(fn, **deviation):
-    def wrong(*args, **kwargs):
-        return fn(*args, **kwargs, **deviation)
-
-    wrong.__name__ = f"{fn.__name__}_with_{'_'.join(deviation)}"
-    return wrong
 
 
 def online_attention(

@@ -22,7 +22,7 @@ from torch.nn import functional as F
 from attention_lab import checks
 from attention_lab.checks import MISTAKES
 from support import implementations, labs
-from support.implementations import lab05, lab06, lab07, lab08, lab09, lab10, lab11
+from support.implementations import lab05, lab06, lab07, lab08, lab09, lab10, lab11, with_
 from support.messages import flat
 
 IMPLEMENTATIONS = Path(implementations.__file__).parent
@@ -169,14 +169,6 @@ def encoding(
         pe[:, 1::2] = second(angle)[:, :n_cos]
     pe = pe.float()
     return pe.T if transpose else pe
-
-
-def with_(fn, **deviation):
-    def wrong(*args, **kwargs):
-        return fn(*args, **kwargs, **deviation)
-
-    wrong.__name__ = f"{fn.__name__}_with_{'_'.join(deviation)}"
-    return wrong
 
 
 def masked(**deviation):
