@@ -74,9 +74,11 @@ def folder(item) -> str | None:
     return parts[0] if len(parts) > 1 else None
 
 
-# The test modules whose groups take longest (the browser stage's visit of every page in each
-# theme, minutes each); the rest keep their order.
+# The test modules whose groups take longest (the browser stage's visits of every page in each
+# theme, a group per page, minutes in all); the rest keep their order, but for the groups in
+# LAST: the book-wide checks that read every page's stored visit (test_browser_pages.py).
 LONGEST_FIRST = ("test_browser_pages.py", "test_browser_instruments.py")
+LAST = ("browser-pages-book-wide",)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
@@ -90,13 +92,19 @@ def pytest_collection_modifyitems(items):
                 item.add_marker(marker)
         # pytest-xdist (`make test`: --dist loadgroup): a module's tests go to one worker, so
         # its module fixtures (a browser, a built page's visits) are set up once, unless the
-        # module splits itself into groups (test_browser_pages.py: one per theme).
+        # module splits itself into groups (test_browser_pages.py: one per page and theme).
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     # The scheduler hands out the groups in this order, a whole group to a worker: the longest
     # first, so no long group starts last and leaves the other worker idle.
+    # Groups named in LAST come after all others (they read what the others stored).
     order = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: order.get(item.path.name, len(order)))
+
+    def place(item) -> tuple[int, int]:
+        group = item.get_closest_marker("xdist_group").args[0]
+        return (group in LAST, order.get(item.path.name, len(order)))
+
+    items.sort(key=place)
 
 
 def pytest_xdist_node_collection_finished(node, ids):

@@ -1,13 +1,17 @@
 """Every built page, opened once per theme in headless Chromium, as a reader would, offline.
 
-One visit in the light theme records all that the per-page checks read: console errors, requests
+One visit in the light theme records all that the page's checks read: console errors, requests
 that would leave the machine, resources that answer 404, math typeset by the book's own MathJax,
 images loaded, a screenshot of the first screen (``tests/screenshots/``, ignored by git), what the
 page downloads (``support.page_weights``), axe-core's WCAG 2.0/2.1 A and AA violations once its
 scripts have finished (MathJax typeset, quizzes and explorers drawn) and, at a phone's width,
 display equations cut by their own sideways scroll. One visit in the dark theme records axe-core's
 violations there. Opening each page once per theme, instead of once per check, is most of what the
-browser stage costs (a page takes seconds to settle: MathJax, plotly, fonts).
+browser stage saves (a page takes seconds to settle: MathJax, plotly, fonts).
+
+One test per page and theme, each its own pytest-xdist group, so a failure names its page and the
+visits spread over the workers; each visit is stored for the session (``recorded``), so the
+book-wide checks (the download budget, what pages share) read the same visits.
 
 Uses Debian's Chromium (``/usr/bin/chromium``, or ``CHROMIUM_PATH``) driven by Playwright;
 nothing downloads a browser. Without Chromium the tests skip, except with CI=true, where they fail.
@@ -15,13 +19,19 @@ nothing downloads a browser. Without Chromium the tests skip, except with CI=tru
 
 from __future__ import annotations
 
+import fcntl
 import json
+from pathlib import Path
 
 import pytest
 
+from support import browser as browser_support
 from support import page_weights
+from support import server as server_support
 from support.accessibility import BLOCKING, run_axe
 from support.browser import CHOOSE_THEME, PHONE, SCREENSHOTS, Tab
+from support.paths import HTML
+from support.prerequisites import missing
 
 # Rules this stack cannot satisfy, each with the reason and the upstream issue. Empty: every
 # rule is met at its cause (see book/_templates/, book/_static/custom.css, attention_lab.quiz).
@@ -100,86 +110,117 @@ def visit(context, base: str, html_dir, axe, path: str, theme: str) -> dict:
     return found
 
 
-def _visit_all(browser, server, html_dir, axe, theme: str) -> dict[str, dict]:
-    pages = page_weights.built_pages(html_dir)
-    assert len(pages) >= 20, pages
-    return {path: visit(browser, server, html_dir, axe, path, theme) for path in pages}
+# Each visit is stored (one JSON file per page and theme) in a folder shared by the pytest-xdist
+# workers of this session, under a lock: the per-page tests and the book-wide ones read the same
+# visit, whichever worker made it, and no page is opened twice in a theme.
+@pytest.fixture(scope="session")
+def visits_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.getbasetemp().parent / "page-visits"
 
 
-# One fixture per theme, and the tests of each theme in an xdist group of their own, so the two
-# themes' visits run on the two workers at once (conftest.py groups any other test by module).
-@pytest.fixture(scope="module")
-def light(browser, server, html_dir, axe) -> dict[str, dict]:
-    """page -> what its one visit in the light theme recorded."""
-    return _visit_all(browser, server, html_dir, axe, "light")
+@pytest.fixture(scope="session")
+def page_browser():
+    """One Chromium for this worker's visits, kept across the tests of other modules."""
+    if not browser_support.chromium_found():
+        missing(f"Chromium not found at {browser_support.CHROMIUM}: apt-get install chromium")
+    with browser_support.chromium() as context:
+        yield context
 
 
-@pytest.fixture(scope="module")
-def dark(browser, server, html_dir, axe) -> dict[str, dict]:
-    """page -> what its one visit in the dark theme recorded."""
-    return _visit_all(browser, server, html_dir, axe, "dark")
+@pytest.fixture(scope="session")
+def page_server(html_dir):
+    with server_support.serve(html_dir) as base:
+        yield base
 
 
-in_light = pytest.mark.xdist_group("browser-pages-light")
-in_dark = pytest.mark.xdist_group("browser-pages-dark")
+@pytest.fixture(scope="session")
+def recorded(visits_dir, page_browser, page_server, html_dir, axe):
+    """``recorded(path, theme)``: what the one visit of ``path`` in ``theme`` recorded."""
+
+    def get(path: str, theme: str) -> dict:
+        file = visits_dir / theme / (path.replace("/", "__") + ".json")
+        file.parent.mkdir(parents=True, exist_ok=True)
+        with open(file.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not file.is_file():
+                found = visit(page_browser, page_server, html_dir, axe, path, theme)
+                found["files"] = sorted(str(f) for f in found.get("files", ()))
+                file.write_text(json.dumps(found))
+        return json.loads(file.read_text())
+
+    return get
 
 
-@in_light
-def test_every_page_renders_offline_without_errors(light):
-    problems = [
-        f"{path}: {problem}" for path, found in light.items() for problem in found["problems"]
-    ]
-    assert not problems, "\n".join(problems)
+# The pages are known at collection from the built book; before a build, one placeholder that
+# asks for it (skipped locally, failed under CI=true: an empty parametrisation proves nothing).
+PAGES = page_weights.built_pages(HTML) if (HTML / "index.html").is_file() else ["(not built)"]
 
 
-@in_dark
-def test_the_dark_theme_raises_no_errors_either(dark):
-    problems = [f"{path}: {issue}" for path, found in dark.items() for issue in found["problems"]]
-    assert not problems, "\n".join(problems)
+def _page(path: str, html_dir) -> str:
+    assert path in page_weights.built_pages(html_dir), f"{path} is no longer built: rerun pytest"
+    return path
 
 
-def _serious(visits: dict[str, dict], theme: str) -> list[str]:
+# Each page and theme a group of its own (conftest.py would put the module on one worker), so
+# the visits spread over the workers.
+def _per_page(theme: str):
+    return [pytest.param(p, marks=pytest.mark.xdist_group(f"page-{theme}-{p}")) for p in PAGES]
+
+
+@pytest.mark.parametrize("path", _per_page("light"))
+def test_the_page_in_the_light_theme(recorded, html_dir, path):
+    """Renders offline without errors, no serious axe violation, and at 390 px no display
+    equation hides part of itself behind its own sideways scroll (long equations are broken
+    into ``aligned`` lines, and on a phone the equation number moves under the equation:
+    book/_static/custom.css)."""
+    found = recorded(_page(path, html_dir), "light")
+    assert not found["problems"], "\n".join(found["problems"])
+    assert not _serious(found, "light"), "\n".join(_serious(found, "light"))
+    assert not found.get("cut"), "\n".join(found.get("cut", []))
+
+
+@pytest.mark.parametrize("path", _per_page("dark"))
+def test_the_page_in_the_dark_theme(recorded, html_dir, path):
+    """No errors and no serious axe violation in the dark theme either."""
+    found = recorded(_page(path, html_dir), "dark")
+    assert not found["problems"], "\n".join(found["problems"])
+    assert not _serious(found, "dark"), "\n".join(_serious(found, "dark"))
+
+
+def _serious(found: dict, theme: str) -> list[str]:
     return [
-        f"{theme} {path}: {v['impact']} {v['id']} ({v['help']}) at {json.dumps(v['nodes'][:3])}"
-        for path, found in visits.items()
+        f"{theme}: {v['impact']} {v['id']} ({v['help']}) at {json.dumps(v['nodes'][:3])}"
         for v in found["violations"]
         if v["impact"] in BLOCKING and v["id"] not in NOT_FIXABLE
     ]
 
 
-@in_light
-def test_axe_finds_no_serious_violation_on_any_page_in_the_light_theme(light):
-    problems = _serious(light, "light")
-    assert not problems, "\n".join(problems)
+# The book-wide checks read every page's light visit; they come last (conftest.py), when the
+# per-page tests have stored most visits.
+book_wide = pytest.mark.xdist_group("browser-pages-book-wide")
 
 
-@in_dark
-def test_axe_finds_no_serious_violation_on_any_page_in_the_dark_theme(dark):
-    problems = _serious(dark, "dark")
-    assert not problems, "\n".join(problems)
+@pytest.fixture(scope="module")
+def light(recorded, html_dir) -> dict[str, dict]:
+    pages = page_weights.built_pages(html_dir)
+    assert len(pages) >= 20, pages
+    return {path: recorded(path, "light") for path in pages}
 
 
-@in_light
-def test_display_equations_fit_a_phone_column(light):
-    """At 390 px no display equation hides part of itself behind its own sideways scroll.
-
-    Long equations are broken into ``aligned`` lines, and on a phone the equation number moves
-    under the equation (book/_static/custom.css).
-    """
+@book_wide
+def test_display_equations_were_measured_at_a_phone_width(light):
     with_math = [p for p, found in light.items() if "cut" in found]
     assert len(with_math) >= 8, with_math
-    problems = [f"{path}: {item}" for path in with_math for item in light[path]["cut"]]
-    assert not problems, "\n".join(problems)
 
 
 @pytest.fixture(scope="module")
 def weights(light, html_dir):
-    per_page = {path: found["files"] for path, found in light.items()}
+    per_page = {path: {Path(f) for f in found["files"]} for path, found in light.items()}
     gone = [item for found in light.values() for item in found["missing"]]
     return page_weights.weigh(html_dir, per_page), gone
 
 
-@in_light
+@book_wide
 def test_every_page_is_within_the_weight_budget(weights):
     rows, gone = weights
     assert not gone, gone
@@ -188,7 +229,7 @@ def test_every_page_is_within_the_weight_budget(weights):
     assert not problems, page_weights.table(rows) + "\n" + "\n".join(problems)
 
 
-@in_light
+@book_wide
 def test_no_page_loads_the_full_icon_font_or_script(weights):
     rows, _ = weights
     for r in rows:
@@ -199,7 +240,7 @@ def test_no_page_loads_the_full_icon_font_or_script(weights):
         ), r["page"]
 
 
-@in_light
+@book_wide
 def test_shared_assets_are_cached_across_pages(weights):
     rows, _ = weights
     # Sanity of the measure itself: a first visit costs more than the next page everywhere.
