@@ -24,7 +24,6 @@ import torch
 import yaml
 
 from attention_lab.attention import scaled_dot_product_attention
-from support import page_weights
 from support.accessibility import blocking, run_axe
 from support.browser import (
     CHOOSE_THEME,
@@ -157,8 +156,11 @@ def scaling_page(browser, server):
 
 
 def assert_accessible(instrument: Instrument, axe) -> None:
-    """No critical or serious axe-core violation (WCAG 2.0/2.1 A and AA) on the page."""
-    found = blocking(run_axe(instrument.page, axe))
+    """No critical or serious axe-core violation (WCAG 2.0/2.1 A and AA) in the instrument, in
+    the state the module's tests left it (other settings than its defaults). The whole page, with
+    the instrument drawn at its defaults, is audited in both themes by its visit
+    (test_browser_pages.py)."""
+    found = blocking(run_axe(instrument.page, axe, within=f"#instrument-{instrument.name}"))
     assert not found, found
 
 
@@ -179,20 +181,17 @@ def on_a_phone(browser, server, name: str, theme: str | None = None):
         phone.close()
 
 
-def assert_light_and_local(instrument: Instrument, browser, server, html_dir) -> None:
-    """No error, no request leaving the machine, a first visit within the page-weight budget."""
+def assert_local(instrument: Instrument, server) -> None:
+    """No error and no request leaving the machine while the module's tests used the instrument.
+    (Each page's first visit is weighed against the budget by test_browser_pages.py.)"""
     assert not instrument.errors, instrument.errors
     assert all(u.startswith((server, "data:", "blob:")) for u in instrument.requests)
-    first_visit, missing = page_weights.first_visit(browser, server, html_dir, instrument.path)
-    assert not missing, missing
-    print(f"{instrument.path}: first visit {first_visit} bytes compressed")
-    assert first_visit <= page_weights.FIRST_VISIT_BUDGET
 
 
-def accessible_on_a_phone_and_light(instrument, browser, server, html_dir, axe, prepare=None):
-    """Every instrument's page: accessible, a desktop screenshot, readable at 390 px (after
-    ``prepare(phone)``), no error, nothing fetched from outside, within the weight budget. The
-    phone's tab opens in the instrument's theme."""
+def accessible_on_a_phone_and_light(instrument, browser, server, axe, prepare=None):
+    """Every instrument: accessible, a desktop screenshot, readable at 390 px (after
+    ``prepare(phone)``), no error, nothing fetched from outside. The phone's tab opens in the
+    instrument's theme."""
     assert_accessible(instrument, axe)
     name, theme = instrument.name, instrument.theme
     themed = "" if theme is None else f"_{theme}_1280px"
@@ -200,7 +199,7 @@ def accessible_on_a_phone_and_light(instrument, browser, server, html_dir, axe, 
     with on_a_phone(browser, server, name, theme) as phone:
         if prepare is not None:
             prepare(phone)
-    assert_light_and_local(instrument, browser, server, html_dir)
+    assert_local(instrument, server)
 
 
 def check_against_the_library(state: dict) -> dict:
@@ -369,9 +368,9 @@ def test_a_desktop_screenshot(scaling_page):
     element_screenshot(scaling_page.page.locator("#instrument-scaling"), "instrument_scaling")
 
 
-def test_no_error_no_request_outside_and_no_plotly(scaling_page, server, browser, html_dir):
+def test_no_error_no_request_outside_and_no_plotly(scaling_page, server):
     assert not [u for u in scaling_page.requests if "plotly" in u]
-    assert_light_and_local(scaling_page, browser, server, html_dir)
+    assert_local(scaling_page, server)
 
 
 # --- chapter 05: masks and fills -------------------------------------------------------------
@@ -532,12 +531,11 @@ def test_masks_from_the_keyboard_with_other_settings(masks_page):
     tab.select_option("#instrument-masks-fill", "library")
 
 
-def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, server, html_dir, axe):
+def test_masks_accessible_readable_on_a_phone_and_light(masks_page, browser, server, axe):
     accessible_on_a_phone_and_light(
         masks_page,
         browser,
         server,
-        html_dir,
         axe,
         prepare=lambda phone: phone.set_range("length", 10),
     )
@@ -640,10 +638,8 @@ def test_positional_the_prose_claims_and_other_settings(pe_page):
     pe_page.set_range("pos", 10)
 
 
-def test_positional_accessible_readable_on_a_phone_and_light(
-    pe_page, browser, server, html_dir, axe
-):
-    accessible_on_a_phone_and_light(pe_page, browser, server, html_dir, axe)
+def test_positional_accessible_readable_on_a_phone_and_light(pe_page, browser, server, axe):
+    accessible_on_a_phone_and_light(pe_page, browser, server, axe)
 
 
 # --- chapter 03: multi-head attention's split ------------------------------------------------
@@ -738,8 +734,8 @@ def test_heads_other_settings_from_the_keyboard(heads_page):
     tab.fill("#instrument-heads-seed", "0")
 
 
-def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, server, html_dir, axe):
-    accessible_on_a_phone_and_light(heads_page, browser, server, html_dir, axe)
+def test_heads_accessible_readable_on_a_phone_and_light(heads_page, browser, server, axe):
+    accessible_on_a_phone_and_light(heads_page, browser, server, axe)
 
 
 # --- chapter 17: masks as functions, composed ---------------------------------------------------
@@ -1464,7 +1460,7 @@ UNLABELLED = """(name) => Array.from(document.querySelectorAll(
 
 @pytest.mark.parametrize("name", ["mask_composer", "cache_memory", "extrapolation"])
 @pytest.mark.parametrize("theme", THEMES)
-def test_part_six_instruments_accessible_and_readable(browser, server, html_dir, axe, name, theme):
+def test_part_six_instruments_accessible_and_readable(browser, server, axe, name, theme):
     def prepare(phone: Instrument) -> None:
         assert phone.page.evaluate(THEME_SHOWN) == theme
         if name == "mask_composer":  # the widest table the sliders allow
@@ -1475,7 +1471,7 @@ def test_part_six_instruments_accessible_and_readable(browser, server, html_dir,
         assert instrument.page.evaluate(THEME_SHOWN) == theme
         unnamed = instrument.page.evaluate(UNLABELLED, name)  # every control has a label
         assert not unnamed, unnamed
-        accessible_on_a_phone_and_light(instrument, browser, server, html_dir, axe, prepare=prepare)
+        accessible_on_a_phone_and_light(instrument, browser, server, axe, prepare=prepare)
 
 
 # --- both themes ---------------------------------------------------------------------------------

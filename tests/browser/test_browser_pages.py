@@ -4,8 +4,9 @@ One visit in the light theme records all that the page's checks read: console er
 that would leave the machine, resources that answer 404, math typeset by the book's own MathJax,
 images loaded, a screenshot of the first screen (``tests/screenshots/``, ignored by git), what the
 page downloads (``support.page_weights``), axe-core's WCAG 2.0/2.1 A and AA violations once its
-scripts have finished (MathJax typeset, quizzes and explorers drawn) and, at a phone's width,
-display equations cut by their own sideways scroll. One visit in the dark theme records axe-core's
+scripts have finished (MathJax typeset, quizzes and instruments drawn) and, at a phone's width,
+display equations cut by their own sideways scroll; on a chapter with a quiz, the quiz answered
+wrongly and then rightly (``support.quizzes``). One visit in the dark theme records axe-core's
 violations there. Opening each page once per theme, instead of once per check, is most of what the
 browser stage saves (a page takes seconds to settle: MathJax, plotly, fonts).
 
@@ -21,13 +22,13 @@ from __future__ import annotations
 
 import fcntl
 import json
+import warnings
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from support import browser as browser_support
-from support import page_weights
-from support import server as server_support
+from support import page_weights, quizzes
 from support.accessibility import BLOCKING, run_axe
 from support.browser import CHOOSE_THEME, PHONE, SCREENSHOTS, Tab
 from support.paths import HTML
@@ -48,6 +49,9 @@ BROKEN_IMAGES = """() => [...document.images].filter(i => !(i.complete && i.natu
 QUIZZES_DRAWN = (
     "() => [...document.querySelectorAll('[id^=quiz_]')].every((q) => q.querySelector('.Quiz'))"
 )
+# Every instrument on the page has drawn itself at its defaults (book/_static/instruments/).
+INSTRUMENTS_DRAWN = """() => [...document.querySelectorAll('.instrument-body[data-instrument]')]
+    .every((el) => window.attentionInstruments?.[el.dataset.instrument]?.runs > 0)"""
 
 
 def _violations(result: dict) -> list[dict]:
@@ -62,13 +66,29 @@ def _violations(result: dict) -> list[dict]:
     ]
 
 
-def visit(context, base: str, html_dir, axe, path: str, theme: str) -> dict:
-    """Open ``path`` once in ``theme`` and record what every per-page check reads."""
+def visit(context, base: str, html_dir, axe, path: str, theme: str, again: bool = True) -> dict:
+    """Open ``path`` once in ``theme`` and record what every per-page check reads.
+
+    If the network is not quiet within two minutes (seen once, on a page that is quiet within
+    two seconds alone: a request the browser never finished), the page is opened once more in
+    a new tab, with a warning naming the requests still open; a second time fails the test."""
     tab = Tab(context, base, timeout=120_000)
     tab.page.add_init_script(CHOOSE_THEME.format(theme))
     found: dict = {"problems": []}
     try:
-        tab.goto(path, idle=True)
+        try:
+            tab.goto(path, idle=True)
+        except PlaywrightTimeout as error:
+            open_requests = sorted(tab.pending)
+            if not again:
+                raise AssertionError(f"{path}: still waiting for {open_requests}") from error
+            tab.close()
+            warnings.warn(
+                f"{path} ({theme}): network not quiet in 120 s, still waiting for "
+                f"{open_requests}; opened again in a new tab",
+                stacklevel=1,
+            )
+            return visit(context, base, html_dir, axe, path, theme, again=False)
         page = tab.page
         shown = page.evaluate("() => document.documentElement.dataset.theme")
         assert shown == theme, (path, shown)
@@ -80,6 +100,7 @@ def visit(context, base: str, html_dir, axe, path: str, theme: str) -> dict:
             )
         page_weights.settle(tab)  # MathJax done, its fonts fetched
         page.wait_for_function(QUIZZES_DRAWN)
+        page.wait_for_function(INSTRUMENTS_DRAWN)
         if theme == "light":
             problems = found["problems"]
             typeset = page.locator("mjx-container").count()
@@ -98,6 +119,15 @@ def visit(context, base: str, html_dir, axe, path: str, theme: str) -> dict:
             # The first screen only: a full-page screenshot of the longest pages takes longer
             # than the rest of their visit (22 s for the API reference on the 2-core machine).
             page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+            # Its quiz, answered wrongly and then rightly (after axe, which audits the page
+            # as it opens; at the desktop width).
+            quiz = QUIZ_OF.get(path)
+            if quiz is not None:
+                try:
+                    quizzes.grade(page, quiz)
+                    found["quiz"] = "graded"
+                except AssertionError as error:
+                    found["quiz"] = f"{type(error).__name__}: {error}"
             if n_math:
                 page.set_viewport_size(PHONE)
                 page.wait_for_function(f"() => window.innerWidth === {PHONE['width']}")
@@ -114,27 +144,15 @@ def visit(context, base: str, html_dir, axe, path: str, theme: str) -> dict:
 # workers of this session, under a lock: the per-page tests and the book-wide ones read the same
 # visit, whichever worker made it, and no page is opened twice in a theme.
 @pytest.fixture(scope="session")
-def visits_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.getbasetemp().parent / "page-visits"
+def visits_dir(tmp_path_factory, worker_id) -> Path:
+    """This session's folder: under xdist the workers' base folders share a parent made for the
+    session; without xdist (``worker_id`` "master") the parent is shared by every session."""
+    base = tmp_path_factory.getbasetemp()
+    return (base if worker_id == "master" else base.parent) / "page-visits"
 
 
-@pytest.fixture(scope="session")
-def page_browser():
-    """One Chromium for this worker's visits, kept across the tests of other modules."""
-    if not browser_support.chromium_found():
-        missing(f"Chromium not found at {browser_support.CHROMIUM}: apt-get install chromium")
-    with browser_support.chromium() as context:
-        yield context
-
-
-@pytest.fixture(scope="session")
-def page_server(html_dir):
-    with server_support.serve(html_dir) as base:
-        yield base
-
-
-@pytest.fixture(scope="session")
-def recorded(visits_dir, page_browser, page_server, html_dir, axe):
+@pytest.fixture(scope="module")
+def recorded(visits_dir, browser, server, html_dir, axe):
     """``recorded(path, theme)``: what the one visit of ``path`` in ``theme`` recorded."""
 
     def get(path: str, theme: str) -> dict:
@@ -143,7 +161,7 @@ def recorded(visits_dir, page_browser, page_server, html_dir, axe):
         with open(file.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not file.is_file():
-                found = visit(page_browser, page_server, html_dir, axe, path, theme)
+                found = visit(browser, server, html_dir, axe, path, theme)
                 found["files"] = sorted(str(f) for f in found.get("files", ()))
                 file.write_text(json.dumps(found))
         return json.loads(file.read_text())
@@ -185,6 +203,29 @@ def test_the_page_in_the_dark_theme(recorded, html_dir, path):
     found = recorded(_page(path, html_dir), "dark")
     assert not found["problems"], "\n".join(found["problems"])
     assert not _serious(found, "dark"), "\n".join(_serious(found, "dark"))
+
+
+QUIZ_OF = {quizzes.page_of(q): q for q in quizzes.QUIZZES}
+
+
+# In its page's light group: it reads the visit the page's light test made, on the same worker.
+@pytest.mark.parametrize(
+    "quiz_file",
+    [
+        pytest.param(q, id=q.stem, marks=pytest.mark.xdist_group(f"page-light-{page}"))
+        for page, q in QUIZ_OF.items()
+    ],
+)
+def test_the_chapter_s_quiz_grades_in_the_static_page(recorded, html_dir, quiz_file):
+    """Every quiz in notebooks_src/quizzes/ is on its chapter's page and grades there with no
+    kernel (support.quizzes.grade, in the page's light visit): each question's wrong and right
+    answers show their own feedback, marked by a tick or a cross spoken as a word, not by colour
+    alone. No error and no request leaving the machine meanwhile (the page's light test)."""
+    path = quizzes.page_of(quiz_file)
+    if not (html_dir / path).is_file():
+        missing(f"{path} is not built: add the chapter to _toc.yml and run `make book`")
+    found = recorded(path, "light")
+    assert found.get("quiz") == "graded", found.get("quiz", "no quiz graded in the visit")
 
 
 def _serious(found: dict, theme: str) -> list[str]:

@@ -84,6 +84,7 @@ class Tab:
         requests: The URL of every request the page made, in order.
         failed: Responses with an HTTP status of 400 or more (``404 http://...``).
         unfinished: Requests that got no response (refused, or cut off), with the reason.
+        pending: Requests sent that have neither finished nor failed yet.
         outside: Requests to anywhere but ``base``, refused.
         dialogs: The messages of the dialogs the page opened.
     """
@@ -105,9 +106,11 @@ class Tab:
             self.page.set_viewport_size(viewport)
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda error: self.errors.append(f"pageerror: {error}"))
-        self.page.on("request", lambda request: self.requests.append(request.url))
+        self.pending: set[str] = set()  # requests sent and not yet finished or failed
+        self.page.on("request", self._request)
         self.page.on("response", self._response)
-        self.page.on("requestfailed", lambda r: self.unfinished.append(f"{r.url} {r.failure}"))
+        self.page.on("requestfinished", lambda r: self.pending.discard(r.url))
+        self.page.on("requestfailed", self._request_failed)
         self.page.on("dialog", self._dialog)
         if base is not None:
             self.page.route("**/*", self._route)
@@ -120,7 +123,8 @@ class Tab:
             self.page.wait_for_load_state("networkidle")
 
     def close(self) -> None:
-        self.page.close()
+        if not self.page.is_closed():
+            self.page.close()
 
     def __enter__(self):
         return self
@@ -131,6 +135,14 @@ class Tab:
     def _console(self, message) -> None:
         if message.type == "error":
             self.errors.append(f"console: {message.text} @ {message.location}")
+
+    def _request(self, request) -> None:
+        self.requests.append(request.url)
+        self.pending.add(request.url)
+
+    def _request_failed(self, request) -> None:
+        self.pending.discard(request.url)
+        self.unfinished.append(f"{request.url} {request.failure}")
 
     def _response(self, response) -> None:
         if response.status >= 400:

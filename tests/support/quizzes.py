@@ -1,24 +1,27 @@
-"""The chapter quizzes, used in headless Chromium as a reader would, with the network unavailable.
+"""The chapter quizzes in a tab, used as a reader would (tests/browser/test_browser_pages.py).
 
 For every quiz file in notebooks_src/quizzes/ the chapter page of the same name must show the
 quiz, every question of it, and grade in the browser with no kernel: a wrong choice and then the
 right one show their own feedback, marked incorrect and correct; a wrong and then the right number,
-typed and confirmed with Enter, likewise. No console error, no request leaves the machine.
-Screenshots of each quiz go to tests/screenshots/.
+typed and confirmed with Enter, likewise. :func:`grade` does this in a page already open (the
+page's one visit in the light theme) and writes a screenshot of the quiz to tests/screenshots/.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
-import pytest
-
-from support.browser import SCREENSHOTS, Tab
+from support.browser import SCREENSHOTS
 from support.paths import ROOT
-from support.prerequisites import missing
 
 QUIZZES = sorted((ROOT / "notebooks_src" / "quizzes").glob("*.json"))
+
+
+def page_of(quiz_file: Path) -> str:
+    """The built chapter a quiz belongs to: ``notebooks_src/chapters/<stem>.html``."""
+    return f"notebooks_src/chapters/{quiz_file.stem}.html"
 
 
 def plain(text: str) -> str | None:
@@ -60,22 +63,13 @@ def a_number_in(answer: dict) -> float:
     return round((low + high) / 2, 6)
 
 
-@pytest.mark.parametrize("quiz_file", QUIZZES, ids=[p.stem for p in QUIZZES])
-def test_quiz_renders_and_grades_in_the_static_page(quiz_file, browser, server, html_dir):
+def grade(page, quiz_file: Path) -> None:
+    """Answer every question of ``quiz_file`` wrongly, then rightly, in ``page`` (the chapter,
+    open and loaded), checking each feedback; raises AssertionError at the first that fails."""
     stem = quiz_file.stem
-    path = f"notebooks_src/chapters/{stem}.html"
-    if not (html_dir / path).is_file():
-        missing(f"{path} is not built: add the chapter to _toc.yml and run `make book`")
     questions = json.loads(quiz_file.read_text(encoding="utf-8"))
-
-    # Chapters load MathJax and sometimes plotly.js: on a busy machine a page can take well
-    # over Playwright's default 30 s to load.
-    browser.set_default_timeout(120_000)
-    visit = Tab(browser, server)
-    visit.goto(path, idle=True)
-    page = visit.page
     container = page.locator(f"#quiz_{stem}")
-    assert container.count() == 1, f"{path}: no quiz container #quiz_{stem}"
+    assert container.count() == 1, f"no quiz container #quiz_{stem}"
     # The quiz fills its container once the page has loaded and MathJax has typeset.
     page.wait_for_function(
         "([id, n]) => document.querySelectorAll(`#${id} .Quiz`).length === n",
@@ -118,10 +112,6 @@ def test_quiz_renders_and_grades_in_the_static_page(quiz_file, browser, server, 
 
     SCREENSHOTS.mkdir(exist_ok=True)
     container.screenshot(path=str(SCREENSHOTS / f"quiz_{stem}.png"))
-    page.close()
-    assert not visit.errors, "\n".join(visit.errors)
-    assert not visit.outside, "requests left the machine:\n" + "\n".join(visit.outside)
-    assert not visit.failed + visit.unfinished, "\n".join(visit.failed + visit.unfinished)
 
 
 def _button_with_feedback(wrapper, feedback: str):
