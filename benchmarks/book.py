@@ -29,7 +29,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-SOURCES = ["_config.yml", "_toc.yml", "book", "lib", "notebooks_src"]
+# What the build reads: the book, the library, and what the learners' downloads are made of (the
+# library's wheel is built from pyproject.toml; requirements-learn.txt ships beside the notebooks).
+SOURCES = [
+    "_config.yml",
+    "_toc.yml",
+    "book",
+    "lib",
+    "notebooks_src",
+    "pyproject.toml",
+    "README.md",
+    "requirements-learn.txt",
+]
 CHANGED_CELL = "\n```{code-cell} ipython3\n# bench-book: a changed page re-executes\n1 + 1\n```\n"
 
 
