@@ -21,6 +21,7 @@ nothing downloads a browser. Without Chromium the tests skip, except with CI=tru
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import warnings
 from pathlib import Path
@@ -174,8 +175,13 @@ def recorded(visits_dir, browser, server, html_dir, axe):
 PAGES = page_weights.built_pages(HTML) if (HTML / "index.html").is_file() else ["(not built)"]
 
 
+@functools.cache
+def _built(html_dir: Path) -> frozenset[str]:
+    return frozenset(page_weights.built_pages(html_dir))  # listed once per worker, not per test
+
+
 def _page(path: str, html_dir) -> str:
-    assert path in page_weights.built_pages(html_dir), f"{path} is no longer built: rerun pytest"
+    assert path in _built(html_dir), f"{path} is no longer built: rerun pytest"
     return path
 
 
