@@ -10,9 +10,13 @@ Submodules:
   them.
 - ``attention_lab.positional``: the sinusoidal positional encoding (a function and a module),
   learned absolute position embeddings and rotary embeddings (RoPE).
-- ``attention_lab.attention``: scaled dot-product attention, one-head self-attention,
-  multi-head attention (with grouped-query attention, QK-norm and RoPE, as in Llama and Qwen3)
-  and DeepSeek's multi-head latent attention.
+- ``attention_lab.attention``: scaled dot-product attention, one-head self-attention and
+  multi-head attention (with grouped-query attention, QK-norm, RoPE, ALiBi, sinks and softcap,
+  as in Llama, Qwen3, BLOOM, GPT-OSS and Gemma 2).
+- ``attention_lab.attention_config``: ``AttentionConfig``, those options of today's models as
+  one validated object that a layer or a decoder's configuration passes down.
+- ``attention_lab.score_modifiers``: ``ScoreModifiers``, the cap, bias and sink logits that
+  today's models apply to the attention scores, behind one seam.
 - ``attention_lab.layers``: the Transformer block: feed-forward network, encoder and decoder
   layers (post-norm or pre-norm), and a small token encoder.
 - ``attention_lab.training``: a token classifier on top of the encoder and a small, seeded
@@ -47,8 +51,8 @@ Submodules:
 - ``attention_lab.checks``: the labs' self-checks, which compare a learner's function with the
   library's and name the likely mistake.
 - ``attention_lab.book``: book support, apart from the attention library: self-grading
-  quizzes (``book.quiz``; ``attention_lab.quiz`` is its old name), the notebook's palette-PNG
-  formatter (``book.display``) and the display of explorers (``book.explorers``).
+  quizzes (``book.quiz``), the notebook's palette-PNG formatter (``book.display``) and the
+  display of explorers (``book.explorers``).
 
 Shapes in docstrings use these letters:
 

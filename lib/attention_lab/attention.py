@@ -16,11 +16,12 @@ from attention_lab._validation import (
     check_bool,
     check_int,
     check_probability,
-    check_real_above,
     check_sequence,
 )
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.masks import check_mask
-from attention_lab.positional import ROPE_SCALINGS, ROTARY_LAYOUTS, RotaryEmbedding, alibi_bias
+from attention_lab.positional import ROPE_SCALINGS, RotaryEmbedding, alibi_bias
+from attention_lab.score_modifiers import ScoreModifiers
 
 
 def check_attention_inputs(
@@ -30,9 +31,7 @@ def check_attention_inputs(
     mask: torch.Tensor | None,
     dropout_p: float,
     *,
-    bias: torch.Tensor | None = None,
-    sink_logits: torch.Tensor | None = None,
-    softcap: float | None = None,
+    modifiers: ScoreModifiers | None = None,
 ) -> None:
     """Check the arguments of :func:`scaled_dot_product_attention`, or raise.
 
@@ -47,16 +46,16 @@ def check_attention_inputs(
             three broadcast together.
         mask: ``None``, or a ``torch.bool`` tensor broadcastable to ``[..., Tq, Tk]``.
         dropout_p: A probability in ``[0, 1)``.
-        bias: ``None``, or a floating tensor broadcastable to ``[..., Tq, Tk]``.
-        sink_logits: ``None``, or a floating tensor of shape ``[H]`` where ``H`` is the size
-            of the scores' head axis ``-3``.
-        softcap: ``None``, or a finite real number greater than 0.
+        modifiers: ``None``, or a :class:`~attention_lab.score_modifiers.ScoreModifiers` whose
+            bias and sink logits fit the scores ``[..., Tq, Tk]``.
 
     Raises:
         TypeError: If an input is not a tensor, not floating point, or the dtypes differ; if
-            ``mask`` is not a ``torch.bool`` tensor; if ``dropout_p`` is not a number.
+            ``mask`` is not a ``torch.bool`` tensor; if ``dropout_p`` is not a number, or
+            ``modifiers`` not a ``ScoreModifiers``.
         ValueError: If the shapes are inconsistent, ``mask`` does not broadcast to
-            ``[..., Tq, Tk]``, or ``dropout_p`` is outside ``[0, 1)``.
+            ``[..., Tq, Tk]``, ``dropout_p`` is outside ``[0, 1)``, or ``modifiers`` does not
+            fit the scores.
     """
     for name, tensor in (("query", query), ("key", key), ("value", value)):
         if not isinstance(tensor, torch.Tensor):
@@ -101,37 +100,12 @@ def check_attention_inputs(
                 f"scores [..., Tq, Tk] = {list(scores_shape)}"
             )
     check_probability(dropout_p, "dropout_p")
-    scores_shape = (*batch, query.shape[-2], key.shape[-2])
-    if bias is not None:
-        if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
-            raise TypeError(f"bias must be a floating torch.Tensor, got {_describe(bias)}")
-        try:
-            broadcastable = torch.broadcast_shapes(bias.shape, scores_shape) == scores_shape
-        except RuntimeError:
-            broadcastable = False
-        if not broadcastable:
-            raise ValueError(
-                f"bias of shape {list(bias.shape)} does not broadcast to the attention "
-                f"scores [..., Tq, Tk] = {list(scores_shape)}"
-            )
-    if sink_logits is not None:
-        if not isinstance(sink_logits, torch.Tensor) or not sink_logits.is_floating_point():
+    if modifiers is not None:
+        if not isinstance(modifiers, ScoreModifiers):
             raise TypeError(
-                f"sink_logits must be a floating torch.Tensor, got {_describe(sink_logits)}"
+                f"modifiers must be None or a ScoreModifiers, got {type(modifiers).__name__}"
             )
-        if len(scores_shape) < 3 or sink_logits.shape != (scores_shape[-3],):
-            raise ValueError(
-                f"sink_logits must have shape [H], one logit per head of the scores "
-                f"[..., H, Tq, Tk] = {list(scores_shape)}, got {list(sink_logits.shape)}"
-            )
-    if softcap is not None:
-        check_real_above(softcap, "softcap", 0)
-
-
-def _describe(value: object) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of dtype {value.dtype}"
-    return type(value).__name__
+        modifiers.check((*batch, query.shape[-2], key.shape[-2]))
 
 
 def scaled_dot_product_attention(
@@ -141,19 +115,13 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     *,
     dropout_p: float = 0.0,
-    bias: torch.Tensor | None = None,
-    sink_logits: torch.Tensor | None = None,
-    softcap: float | None = None,
+    modifiers: ScoreModifiers | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention as in "Attention Is All You Need": ``softmax(Q K^T / sqrt(Dk)) V``.
 
-    Three optional changes that today's models make to the scores, applied in this order after
-    the scaling (as Gemma 2 and GPT-OSS order them): ``softcap`` replaces each score ``s`` by
-    ``softcap * tanh(s / softcap)`` (Gemma 2), which keeps every score within
-    ``(-softcap, softcap)``; ``bias`` is added (e.g. ALiBi's,
-    :func:`attention_lab.positional.alibi_bias`); then the mask blocks keys. ``sink_logits``
-    (GPT-OSS's learned sinks) adds one more logit per head to each row's softmax: it takes
-    part of the weight, but has no value, so the weights of a row sum to less than 1.
+    ``modifiers`` holds the changes today's models make to the scores (Part VI): a cap and a
+    bias applied to the scaled scores before the mask, and sink logits that join the softmax
+    (:class:`~attention_lab.score_modifiers.ScoreModifiers`).
 
     Blocked positions get a weight of exactly 0. A query row in which every key is blocked is
     defined rather than NaN: its weights and its output are all 0, in every floating dtype. For
@@ -169,24 +137,19 @@ def scaled_dot_product_attention(
         dropout_p: Dropout probability in ``[0, 1)`` applied to the weights that multiply
             ``value``, whenever it is positive (as in PyTorch's function; modules pass 0 in
             evaluation mode).
-        bias: Optional floating tensor broadcastable to ``[..., Tq, Tk]``, added to the
-            scaled (and capped) scores.
-        sink_logits: Optional floating tensor of shape ``[H]``, one logit per head, for
-            scores of shape ``[..., H, Tq, Tk]``.
-        softcap: Optional real number greater than 0: the cap of the scaled scores.
+        modifiers: Optional :class:`~attention_lab.score_modifiers.ScoreModifiers`.
 
     Returns:
         A pair ``(output, weights)``. ``output`` has shape ``[..., Tq, Dv]``. ``weights`` has
         shape ``[..., Tq, Tk]``; it is the attention distribution before dropout, so each row
-        sums to 1 unless all its keys are blocked (then 0) or ``sink_logits`` is given (then
-        less than 1). Both have the dtype of ``query``.
+        sums to 1 unless all its keys are blocked (then 0) or ``modifiers`` has sink logits
+        (then less than 1). Both have the dtype of ``query``.
 
     Raises:
         TypeError: If an input is not a tensor, not floating point, or the dtypes differ; if
             ``mask`` is not a ``torch.bool`` tensor; if ``dropout_p`` is not a number.
-        ValueError: If the shapes are inconsistent, ``mask`` or ``bias`` does not broadcast to
-            ``[..., Tq, Tk]``, ``sink_logits`` is not ``[H]``, ``dropout_p`` is outside
-            ``[0, 1)``, or ``softcap`` is not positive.
+        ValueError: If the shapes are inconsistent, ``mask`` (or the modifiers' bias) does not
+            broadcast to ``[..., Tq, Tk]``, or ``dropout_p`` is outside ``[0, 1)``.
 
     Example:
         >>> query, key, value = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
@@ -194,31 +157,20 @@ def scaled_dot_product_attention(
         >>> output.shape, weights.shape
         (torch.Size([2, 3, 6]), torch.Size([2, 3, 5]))
     """
-    check_attention_inputs(
-        query, key, value, mask, dropout_p, bias=bias, sink_logits=sink_logits, softcap=softcap
-    )
+    check_attention_inputs(query, key, value, mask, dropout_p, modifiers=modifiers)
     scores = query @ key.transpose(-2, -1)  # [..., Tq, Tk]
     # In place: the product is a fresh tensor, and each pass over [..., Tq, Tk] costs time.
     scores.div_(math.sqrt(query.shape[-1]))
-    if softcap is not None:
-        scores = softcap * torch.tanh(scores / softcap)
-    if bias is not None:
-        scores = scores + bias.to(scores.dtype)  # [..., Tq, Tk]
+    if modifiers is not None:
+        scores = modifiers.apply(scores)  # Part VI: a cap, a bias (ALiBi)
     if mask is not None:
         # The most negative finite value, not -inf: a row with every key blocked then has a
         # uniform softmax instead of 0 / 0 = NaN, and is zeroed below.
         scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     # Half-precision exponentials and sums lose too much: compute in at least float32.
     softmax_dtype = torch.promote_types(scores.dtype, torch.float32)
-    if sink_logits is None:
-        weights = torch.softmax(scores, dim=-1, dtype=softmax_dtype).to(scores.dtype)
-    else:
-        # One more column per row, the head's sink logit; its weight is dropped after the
-        # softmax, so it only enlarges the denominator.
-        sinks = sink_logits.to(scores.dtype)[:, None, None].expand(*scores.shape[:-1], 1)
-        with_sink = torch.cat([scores, sinks], dim=-1)  # [..., H, Tq, Tk + 1]
-        weights = torch.softmax(with_sink, dim=-1, dtype=softmax_dtype)[..., :-1]
-        weights = weights.to(scores.dtype)  # [..., H, Tq, Tk]
+    softmax = torch.softmax if modifiers is None else modifiers.softmax  # Part VI: sinks
+    weights = softmax(scores, dim=-1, dtype=softmax_dtype).to(scores.dtype)
     if mask is not None:
         # Blocked weights underflow to exactly 0 already, except in a row whose keys are all
         # blocked (its softmax is uniform). Zero those rows, found on the small mask.
@@ -233,35 +185,35 @@ def scaled_dot_product_attention(
 class SelfAttention(nn.Module):
     """One head of self-attention: queries, keys and values are projections of the same input.
 
-    The projections are the ``nn.Linear(embed_dim, head_dim)`` layers ``q_proj``, ``k_proj`` and
+    The projections are the ``nn.Linear(d_model, head_dim)`` layers ``q_proj``, ``k_proj`` and
     ``v_proj``, named as in :class:`MultiHeadAttention`. There is no output projection.
 
     Args:
-        embed_dim: Width ``D`` of the input, a positive int.
+        d_model: Width ``D`` of the input, a positive int.
         head_dim: Width ``Dh`` of the queries, keys, values and output, a positive int.
         bias: Whether the three projections have a bias.
 
     Raises:
         TypeError: If an argument has the wrong type.
-        ValueError: If ``embed_dim`` or ``head_dim`` is not positive.
+        ValueError: If ``d_model`` or ``head_dim`` is not positive.
 
     Example:
-        >>> attend = SelfAttention(embed_dim=8, head_dim=4)
+        >>> attend = SelfAttention(d_model=8, head_dim=4)
         >>> output, weights = attend(torch.randn(2, 5, 8))
         >>> output.shape, weights.shape
         (torch.Size([2, 5, 4]), torch.Size([2, 1, 5, 5]))
     """
 
-    def __init__(self, embed_dim: int, head_dim: int, *, bias: bool = True) -> None:
+    def __init__(self, d_model: int, head_dim: int, *, bias: bool = True) -> None:
         super().__init__()
-        check_int(embed_dim, "embed_dim")
+        check_int(d_model, "d_model")
         check_int(head_dim, "head_dim")
         check_bool(bias, "bias")
-        self.embed_dim = embed_dim
+        self.d_model = d_model
         self.head_dim = head_dim
-        self.q_proj = nn.Linear(embed_dim, head_dim, bias=bias)
-        self.k_proj = nn.Linear(embed_dim, head_dim, bias=bias)
-        self.v_proj = nn.Linear(embed_dim, head_dim, bias=bias)
+        self.q_proj = nn.Linear(d_model, head_dim, bias=bias)
+        self.k_proj = nn.Linear(d_model, head_dim, bias=bias)
+        self.v_proj = nn.Linear(d_model, head_dim, bias=bias)
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
@@ -282,7 +234,7 @@ class SelfAttention(nn.Module):
             TypeError: If ``x`` is not a floating tensor or ``mask`` is not a bool tensor.
             ValueError: If ``x`` is not ``[B, T, D]`` or ``mask`` does not broadcast.
         """
-        check_sequence(x, "x", self.embed_dim)
+        check_sequence(x, "x", self.d_model)
         # The head dimension H = 1 gives weights the shape every attention module returns.
         query = self.q_proj(x).unsqueeze(1)  # [B, 1, T, Dh]
         key = self.k_proj(x).unsqueeze(1)  # [B, 1, T, Dh]
@@ -293,73 +245,61 @@ class SelfAttention(nn.Module):
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention, batch first, with the same parameters as ``nn.MultiheadAttention``,
-    and the grouped-query attention, QK-norm and rotary embeddings of today's language models.
+    and, through an :class:`~attention_lab.attention_config.AttentionConfig`, the grouped-query
+    attention, QK-norm, rotary embeddings, ALiBi, sinks and softcap of today's models.
 
     The input is projected by ``q_proj``, ``k_proj`` and ``v_proj``, split into heads of width
     ``head_dim``, attended per head in one batched call to :func:`scaled_dot_product_attention`,
-    merged back and projected by ``out_proj``. With the defaults, each projection is an
+    merged back and projected by ``out_proj``. Without a ``config``, each projection is an
     ``nn.Linear(d_model, d_model)`` and there are ``num_heads`` heads of width
     ``Dh = d_model // num_heads``, as in "Attention Is All You Need".
 
-    Grouped-query attention (Llama, Qwen, Mistral): keys and values are projected to only
-    ``num_kv_heads`` heads (``k_proj`` and ``v_proj`` are ``nn.Linear(d_model, Hkv * Dh)``),
-    and each is shared by ``num_heads // num_kv_heads`` consecutive query heads: query head
-    ``h`` uses key/value head ``h // (H // Hkv)``, the grouping of ``repeat_interleave`` that
-    ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)`` and
-    ``transformers``' ``repeat_kv`` use. ``num_kv_heads=1`` is multi-query attention. A KV cache
-    then holds ``Hkv`` heads instead of ``H``.
+    What a ``config`` adds (Part VI):
 
-    ``qk_norm=True`` adds ``q_norm`` and ``k_norm``, each an ``nn.RMSNorm(head_dim)``, applied to
-    every head's queries and keys before the rotation (Qwen3). ``rope`` rotates the queries and
-    keys of every head with ``rotary``, a :class:`~attention_lab.positional.RotaryEmbedding` in
-    the given layout (``"half"`` is Llama's and Qwen's; ``"interleaved"`` the RoFormer paper's),
-    with the frequencies of ``rope_scaling`` if given
-    (:func:`~attention_lab.positional.rope_frequencies`), computed once when the module is built
-    (for ``"dynamic"`` scaling, at each call for its length).
-
-    ``alibi=True`` adds ALiBi's linear distance penalty to every head's scores
-    (:func:`~attention_lab.positional.alibi_bias`, queries at the last positions as with a
-    cache), the position signal of BLOOM and MPT in place of a rotation.
-
-    Two stabilisers of today's models: ``sinks=True`` adds ``sink_logits``, one learned logit
-    per head that joins each row's softmax without a value (GPT-OSS), and ``softcap`` caps the
-    scaled scores at ``softcap * tanh(s / softcap)`` (Gemma 2); see
-    :func:`scaled_dot_product_attention`.
+    - ``num_kv_heads`` (grouped-query attention: Llama, Qwen, Mistral): keys and values are
+      projected to only ``Hkv`` heads (``k_proj`` and ``v_proj`` are
+      ``nn.Linear(d_model, Hkv * Dh)``), each shared by ``num_heads // num_kv_heads``
+      consecutive query heads: query head ``h`` uses key/value head ``h // (H // Hkv)``, the
+      grouping of ``repeat_interleave`` that
+      ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)`` and
+      ``transformers``' ``repeat_kv`` use (:meth:`repeat_kv`). ``num_kv_heads=1`` is
+      multi-query attention. A KV cache then holds ``Hkv`` heads instead of ``H``.
+    - ``qk_norm`` adds ``q_norm`` and ``k_norm``, each an ``nn.RMSNorm(head_dim)``, applied
+      to every head's queries and keys before the rotation (Qwen3).
+    - ``rope_layout`` rotates the queries and keys of every head with ``rotary``, a
+      :class:`~attention_lab.positional.RotaryEmbedding` of that layout, base and scaling,
+      built once with the module (for ``"dynamic"`` scaling, its frequencies are computed at
+      each call for its length).
+    - ``alibi``, ``sinks`` (a learned logit per head, ``sink_logits``) and ``softcap`` change
+      the scores, through :meth:`score_modifiers`
+      (:class:`~attention_lab.score_modifiers.ScoreModifiers`).
 
     Args:
-        d_model: Model width ``D``, a positive int; divisible by ``num_heads`` unless
-            ``head_dim`` is given.
+        d_model: Model width ``D``, a positive int; divisible by ``num_heads`` unless the
+            config gives ``head_dim``.
         num_heads: Number of query heads ``H``, a positive int.
-        num_kv_heads: Number of key/value heads ``Hkv``, a positive int dividing ``num_heads``;
-            ``None`` means ``num_heads`` (multi-head attention).
-        head_dim: Width ``Dh`` of every head, a positive int; ``None`` means
-            ``d_model // num_heads``. Qwen3's heads, for example, are wider than that.
-        qk_norm: Whether to RMS-normalise each head's queries and keys.
-        rope: ``None`` (no rotary embedding), ``"half"`` or ``"interleaved"``.
-        rope_base: The rotary embedding's ``base`` (``rope_theta`` in ``transformers``).
-        rope_scaling: ``None``, or a RoPE scaling dictionary (``"linear"``, ``"dynamic"``,
-            ``"yarn"``, ``"llama3"``); needs ``rope``.
-        alibi: Whether to add ALiBi's bias to the scores (no rotation needed).
-        sinks: Whether each head has a learned sink logit ``sink_logits`` (``[H]``, zeros at
-            first).
-        softcap: ``None``, or the cap of the scaled scores, a real number greater than 0.
-        norm_eps: The ``eps`` of the two RMSNorms.
+        config: ``None`` (the attention of 2017), or an ``AttentionConfig``.
         bias: Whether the four projections have a bias.
         dropout: Dropout probability on the attention weights in training mode, in ``[0, 1)``.
+
+    Attributes:
+        config: The ``AttentionConfig`` (a default one when none was given).
+        num_kv_heads: ``Hkv``, resolved (``num_heads`` when the config leaves it ``None``).
+        head_dim: ``Dh``, resolved.
 
     Raises:
         TypeError: If an argument has the wrong type.
         ValueError: If an argument is out of range, ``d_model`` is not divisible by
-            ``num_heads`` (without ``head_dim``), ``num_heads`` not by ``num_kv_heads``, or
-            ``rope`` is set with an odd ``head_dim``, or ``rope_scaling`` without ``rope``
-            or not valid.
+            ``num_heads`` (without ``head_dim``), ``num_heads`` not by ``num_kv_heads``, or a
+            rotary embedding is asked for with an odd ``head_dim``.
 
     Example:
         >>> attend = MultiHeadAttention(d_model=8, num_heads=2)
         >>> output, weights = attend(torch.randn(3, 5, 8))
         >>> output.shape, weights.shape
         (torch.Size([3, 5, 8]), torch.Size([3, 2, 5, 5]))
-        >>> gqa = MultiHeadAttention(d_model=8, num_heads=4, num_kv_heads=2, rope="half")
+        >>> grouped = AttentionConfig(num_kv_heads=2, rope_layout="half")
+        >>> gqa = MultiHeadAttention(8, 4, config=grouped)
         >>> gqa.k_proj, gqa(torch.randn(3, 5, 8))[1].shape
         (Linear(in_features=8, out_features=4, bias=True), torch.Size([3, 4, 5, 5]))
     """
@@ -369,89 +309,59 @@ class MultiHeadAttention(nn.Module):
         d_model: int,
         num_heads: int,
         *,
-        num_kv_heads: int | None = None,
-        head_dim: int | None = None,
-        qk_norm: bool = False,
-        rope: str | None = None,
-        rope_base: float = 10000.0,
-        rope_scaling: dict | None = None,
-        alibi: bool = False,
-        sinks: bool = False,
-        softcap: float | None = None,
-        norm_eps: float = 1e-6,
+        config: AttentionConfig | None = None,
         bias: bool = True,
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
         check_int(d_model, "d_model")
         check_int(num_heads, "num_heads")
+        if config is None:
+            config = AttentionConfig()
+        if not isinstance(config, AttentionConfig):
+            raise TypeError(
+                f"config must be None or an AttentionConfig, got {type(config).__name__}"
+            )
+        head_dim = config.head_dim
         if head_dim is None:
             if d_model % num_heads != 0:
                 raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
             head_dim = d_model // num_heads
-        check_int(head_dim, "head_dim")
-        if num_kv_heads is None:
-            num_kv_heads = num_heads
-        check_int(num_kv_heads, "num_kv_heads")
+        num_kv_heads = num_heads if config.num_kv_heads is None else config.num_kv_heads
         if num_heads % num_kv_heads != 0:
             raise ValueError(
                 f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each "
                 "key/value head must serve the same number of query heads"
             )
-        check_bool(qk_norm, "qk_norm")
-        if rope is not None and rope not in ROTARY_LAYOUTS:
-            raise ValueError(f"rope must be None, 'half' or 'interleaved', got {rope!r}")
-        if rope is not None and head_dim % 2:
+        if config.rope_layout is not None and head_dim % 2:
             raise ValueError(
-                f"rope rotates feature pairs and needs an even head_dim, got {head_dim}"
+                f"a rotary embedding rotates feature pairs and needs an even head_dim, "
+                f"got {head_dim} (d_model // num_heads = {d_model} // {num_heads})"
             )
-        check_real_above(rope_base, "rope_base", 1)
-        if rope_scaling is not None and rope is None:
-            raise ValueError("rope_scaling is given, but rope is None")
-        # Built (and rope_scaling checked) now, not at the first call.
-        rotary = None
-        if rope is not None:
-            rotary = RotaryEmbedding(
-                head_dim, base=float(rope_base), layout=rope, scaling=rope_scaling
-            )
-        check_bool(alibi, "alibi")
-        check_bool(sinks, "sinks")
-        if softcap is not None:
-            check_real_above(softcap, "softcap", 0)
-        check_real_above(norm_eps, "norm_eps", 0)
         check_bool(bias, "bias")
         check_probability(dropout, "dropout")
+        self.config = config
         self.d_model = d_model
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.head_dim = head_dim
-        self.rope = rope
-        self.rope_base = float(rope_base)
-        self.softcap = None if softcap is None else float(softcap)
-        self.alibi = alibi
         self.dropout = float(dropout)
         self.q_proj = nn.Linear(d_model, num_heads * head_dim, bias=bias)
         self.k_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=bias)
         self.v_proj = nn.Linear(d_model, num_kv_heads * head_dim, bias=bias)
         self.out_proj = nn.Linear(num_heads * head_dim, d_model, bias=bias)
-        self.q_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
-        self.k_norm = nn.RMSNorm(head_dim, eps=norm_eps) if qk_norm else None
-        self.rotary = rotary
-        self.sink_logits = nn.Parameter(torch.zeros(num_heads)) if sinks else None
-
-    @property
-    def rope_scaling(self) -> dict | None:
-        """The RoPE scaling the layer was built with (a copy), or ``None``: read-only, as the
-        rotary frequencies are computed once, when the layer is built."""
-        scaling = None if self.rotary is None else self.rotary.scaling
-        return None if scaling is None else dict(scaling)
-
-    @rope_scaling.setter
-    def rope_scaling(self, value: object) -> None:
-        raise AttributeError(
-            "rope_scaling is read-only: the rotary frequencies were computed when the layer was "
-            "built; build a new MultiHeadAttention(..., rope_scaling=...) instead"
-        )
+        eps = config.norm_eps
+        self.q_norm = nn.RMSNorm(head_dim, eps=eps) if config.qk_norm else None
+        self.k_norm = nn.RMSNorm(head_dim, eps=eps) if config.qk_norm else None
+        self.rotary = None
+        if config.rope_layout is not None:
+            self.rotary = RotaryEmbedding(
+                head_dim,
+                base=config.rope_base,
+                layout=config.rope_layout,
+                scaling=config.rope_scaling,
+            )
+        self.sink_logits = nn.Parameter(torch.zeros(num_heads)) if config.sinks else None
 
     def forward(
         self,
@@ -520,8 +430,10 @@ class MultiHeadAttention(nn.Module):
         key = query if key is None else key
         value = key if value is None else value
         self._check_inputs(query, key, value)
-        if positions is not None and self.rope is None:
-            raise ValueError("positions is given, but the module has no rotary embedding (rope)")
+        if positions is not None and self.rotary is None:
+            raise ValueError(
+                "positions is given, but the module has no rotary embedding (config.rope_layout)"
+            )
         q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
         k = self._split_heads(self.k_proj(key), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
         v = self._split_heads(self.v_proj(value), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
@@ -564,24 +476,10 @@ class MultiHeadAttention(nn.Module):
                     f"{name} must have shape [B, Hkv, Tk, Dh] with Hkv={self.num_kv_heads}, "
                     f"got {list(tensor.shape)}"
                 )
-        group = self.num_heads // self.num_kv_heads
-        if group > 1:
-            k = k.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
-            v = v.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
+        k, v = self.repeat_kv(k), self.repeat_kv(v)  # [B, H, Tk, Dh]
         dropout_p = self.dropout if self.training else 0.0
-        bias = None
-        if self.alibi:
-            q_len, kv_len = q.shape[-2], k.shape[-2]
-            bias = alibi_bias(self.num_heads, q_len, kv_len).to(q.device, q.dtype)  # [H, Tq, Tk]
         output, weights = scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            mask,
-            dropout_p=dropout_p,
-            bias=bias,
-            sink_logits=self.sink_logits,
-            softcap=self.softcap,
+            q, k, v, mask, dropout_p=dropout_p, modifiers=self.score_modifiers(q, k)
         )
         batch, _, query_len, _ = output.shape
         output = output.transpose(1, 2)  # [B, Tq, H, Dh]
@@ -613,10 +511,49 @@ class MultiHeadAttention(nn.Module):
             ValueError: As :meth:`forward`.
         """
         q, k, _ = self.project(query, key, positions=positions)
-        group = self.num_heads // self.num_kv_heads
-        if group > 1:
-            k = k.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
+        k = self.repeat_kv(k)  # [B, H, Tk, Dh]
         return q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [B, H, Tq, Tk]
+
+    def repeat_kv(self, x: torch.Tensor) -> torch.Tensor:
+        """Each key/value head repeated for the query heads of its group.
+
+        Query head ``h`` reads key/value head ``h // (H // Hkv)``: ``repeat_interleave``, as
+        ``transformers``' ``repeat_kv`` and PyTorch's ``enable_gqa=True`` group them.
+
+        Args:
+            x: Keys or values, shape ``[B, Hkv, Tk, Dh]``.
+
+        Returns:
+            Shape ``[B, H, Tk, Dh]``; ``x`` itself when every query head has its own.
+        """
+        group = self.num_heads // self.num_kv_heads
+        if group == 1:
+            return x
+        return x.repeat_interleave(group, dim=1)  # [B, H, Tk, Dh]
+
+    def score_modifiers(self, q: torch.Tensor, k: torch.Tensor) -> ScoreModifiers | None:
+        """The changes to the scores that the config asks for, or ``None`` (Parts I to V).
+
+        ALiBi's bias for queries at the last ``Tq`` of the ``Tk`` positions (as with a cache),
+        the sink logits and the softcap, as
+        :class:`~attention_lab.score_modifiers.ScoreModifiers`.
+
+        Args:
+            q: Shape ``[B, H, Tq, Dh]``.
+            k: Shape ``[B, H, Tk, Dh]``.
+
+        Returns:
+            ``ScoreModifiers`` for scores ``[B, H, Tq, Tk]``, or ``None`` if the config has
+            neither ``alibi``, ``sinks`` nor ``softcap``.
+        """
+        config = self.config
+        if not (config.alibi or config.sinks or config.softcap is not None):
+            return None
+        bias = None
+        if config.alibi:
+            q_len, kv_len = q.shape[-2], k.shape[-2]
+            bias = alibi_bias(self.num_heads, q_len, kv_len).to(q.device, q.dtype)  # [H, Tq, Tk]
+        return ScoreModifiers(softcap=config.softcap, bias=bias, sink_logits=self.sink_logits)
 
     def _split_heads(self, x: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
         batch, seq_len, _ = x.shape
@@ -717,7 +654,8 @@ class MultiHeadAttention(nn.Module):
             module: The attention layer to copy.
 
         Returns:
-            A new ``MultiHeadAttention`` holding copies of the weights, with ``rope="half"``.
+            A new ``MultiHeadAttention`` holding copies of the weights, with
+            ``config.rope_layout == "half"``.
 
         Raises:
             TypeError: If ``module`` lacks the attributes of such an attention layer.
@@ -771,15 +709,17 @@ class MultiHeadAttention(nn.Module):
         attention = cls(
             module.q_proj.in_features,
             module.q_proj.out_features // head_dim,
-            num_kv_heads=module.k_proj.out_features // head_dim,
-            head_dim=head_dim,
-            qk_norm=q_norm is not None,
-            rope="half",
-            rope_base=float(rope["rope_theta"]),
-            rope_scaling=scaling,
-            sinks=getattr(module, "sinks", None) is not None,
-            softcap=getattr(config, "attn_logit_softcapping", None),
-            norm_eps=float(getattr(q_norm, "variance_epsilon", 1e-6)),
+            config=AttentionConfig(
+                num_kv_heads=module.k_proj.out_features // head_dim,
+                head_dim=head_dim,
+                qk_norm=q_norm is not None,
+                norm_eps=float(getattr(q_norm, "variance_epsilon", 1e-6)),
+                rope_layout="half",
+                rope_base=float(rope["rope_theta"]),
+                rope_scaling=scaling,
+                sinks=getattr(module, "sinks", None) is not None,
+                softcap=getattr(config, "attn_logit_softcapping", None),
+            ),
             bias=biases.pop(),
             dropout=float(getattr(config, "attention_dropout", 0.0)),
         )

@@ -308,7 +308,7 @@ def decode_step(
     _check_decode_inputs(attention, x, cache)
     new_len, start = x.shape[1], len(cache)
     # The new positions are start .. start + Tn - 1: the rotary embedding needs them.
-    positions = torch.arange(start, start + new_len) if attention.rope is not None else None
+    positions = torch.arange(start, start + new_len) if attention.rotary is not None else None
     q, k, v = attention.project(x, positions=positions)  # [B, H, Tn, Dh], [B, Hkv, Tn, Dh] x2
     keys, values = cache.append(k, v)  # [B, Hkv, L, Dh] twice, L = len(cache)
     # New position i sits at L - Tn + i and may attend to positions 0 .. L - Tn + i. A single

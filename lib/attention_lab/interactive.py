@@ -31,16 +31,6 @@ from plotly.subplots import make_subplots
 
 from attention_lab._validation import as_float_array, check_int
 
-# Book support, not a figure: displaying an explorer lives in attention_lab.book.explorers.
-# Re-exported under the old names, because the pages call interactive.show(...).
-from attention_lab.book.explorers import (  # noqa: F401
-    CONFIG,
-    PLOTLY_MIMETYPE,
-    Explorer,
-    show,
-    to_html,
-)
-
 __all__ = ["attention_explorer", "heads_explorer"]
 
 # Values are stored with this many decimals: enough for a hover label, light enough for a page.

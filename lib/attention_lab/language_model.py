@@ -35,16 +35,18 @@ from attention_lab._validation import (
     check_real_above,
     check_token_ids,
 )
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.caches import KVCache
 from attention_lab.layers import EncoderLayer, embed_tokens, token_embedding
 from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
 
-# The position signals a DecoderLM can use (DecoderConfig.positions).
-POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "none")
+# The position embeddings a DecoderLM can add to its token embeddings
+# (DecoderConfig.position_embedding; None adds none).
+POSITION_EMBEDDINGS = ("sinusoidal", "learned")
 
 __all__ = [
-    "POSITIONS",
+    "POSITION_EMBEDDINGS",
     "BracketLanguage",
     "DecoderConfig",
     "DecoderLM",
@@ -70,33 +72,31 @@ class DecoderConfig(ModelConfig):
         causal: ``True`` (a language model): position ``t`` attends to positions ``<= t``.
             ``False`` removes the causal mask, to show what it is for: every position then
             also sees the tokens after it.
-        num_kv_heads: Key/value heads ``Hkv`` per layer, a positive int dividing
-            ``num_heads``: each is shared by ``num_heads // num_kv_heads`` query heads
-            (grouped-query attention; 1 is multi-query attention), and the key/value caches
-            hold ``Hkv`` heads. ``None`` means ``num_heads`` (multi-head attention).
-        positions: How the model knows where a token is. ``"sinusoidal"`` (the default) or
-            ``"learned"`` (a table of ``max_len`` trained rows, GPT-2's) add a vector to
-            each token's embedding; ``"rope"`` rotates every head's queries and keys (Llama's
-            ``"half"`` layout); ``"alibi"`` adds ALiBi's distance penalty to the scores
-            (BLOOM); ``"none"`` adds nothing, so only the causal mask tells positions apart
-            (NoPE).
-        rope_base: The rotary embedding's ``base``, a real number above 1 (``"rope"`` only).
-        rope_scaling: ``None``, or a RoPE scaling dictionary in ``transformers``' form
-            (:func:`~attention_lab.positional.rope_frequencies`; ``"rope"`` only). A model
-            with ``"dynamic"`` scaling has no key/value cache: its frequencies change with
-            the length.
-        qk_norm: Whether every head's queries and keys are RMS-normalised (Qwen3, OLMo 2).
-        sinks: Whether every head has a learned sink logit (GPT-OSS).
-        softcap: ``None``, or the cap of the scaled attention scores (Gemma 2), above 0.
+        position_embedding: What is added to each token's embedding to say where it is:
+            ``"sinusoidal"`` (the default, the encoding of "Attention Is All You Need"),
+            ``"learned"`` (a table of ``max_len`` trained rows, GPT-2's) or ``None``. A model
+            whose positions act inside attention (a rotary embedding, ALiBi) has ``None`` and
+            says so in ``attention``; ``None`` with neither leaves only the causal mask to tell
+            positions apart (NoPE).
+        attention: The :class:`~attention_lab.attention_config.AttentionConfig` of every
+            layer's self-attention (Part VI: shared key/value heads, QK-norm, a rotary
+            embedding and its scaling, ALiBi, sinks, a softcap); the attention of 2017 by
+            default. A model with ``"dynamic"`` RoPE scaling has no key/value cache: its
+            frequencies change with the length.
 
     Raises:
         TypeError: If a field has the wrong type.
         ValueError: If a field is out of range, e.g. ``d_model`` not divisible by
-            ``num_heads``, or ``num_heads`` not by ``num_kv_heads``.
+            ``num_heads`` or ``num_heads`` not by ``attention.num_kv_heads``, or a position
+            embedding is added beside a rotary embedding or ALiBi (two position signals).
 
     Example:
         >>> DecoderConfig(vocab_size=5, max_len=16, d_model=32, num_heads=2).d_ff
         128
+        >>> rotary = AttentionConfig(rope_layout="half")
+        >>> DecoderConfig(vocab_size=5, max_len=16, position_embedding=None, attention=rotary)
+        ... # doctest: +ELLIPSIS
+        DecoderConfig(vocab_size=5, ..., position_embedding=None, attention=AttentionConfig(...))
     """
 
     vocab_size: int
@@ -108,13 +108,8 @@ class DecoderConfig(ModelConfig):
     dropout: float = 0.0
     activation: str = "gelu"
     causal: bool = True
-    num_kv_heads: int | None = None
-    positions: str = "sinusoidal"
-    rope_base: float = 10000.0
-    rope_scaling: dict | None = None
-    qk_norm: bool = False
-    sinks: bool = False
-    softcap: float | None = None
+    position_embedding: str | None = "sinusoidal"
+    attention: AttentionConfig = dataclasses.field(default_factory=AttentionConfig)
 
     def __post_init__(self) -> None:
         if self.d_ff is None:
@@ -122,39 +117,32 @@ class DecoderConfig(ModelConfig):
             # A frozen dataclass: fill in the default the way dataclasses document it.
             object.__setattr__(self, "d_ff", 4 * self.d_model)
         super().__post_init__()
-        if self.num_kv_heads is not None:
-            check_int(self.num_kv_heads, "num_kv_heads")
-            if self.num_heads % self.num_kv_heads:
-                raise ValueError(
-                    f"num_heads={self.num_heads} is not divisible by "
-                    f"num_kv_heads={self.num_kv_heads}"
-                )
-        if self.positions not in POSITIONS:
+        if self.position_embedding is not None and self.position_embedding not in (
+            POSITION_EMBEDDINGS
+        ):
             raise ValueError(
-                f"positions must be one of {', '.join(map(repr, POSITIONS))}, "
-                f"got {self.positions!r}"
+                f"position_embedding must be None, 'sinusoidal' or 'learned', "
+                f"got {self.position_embedding!r}"
             )
-        if self.positions != "rope" and (self.rope_scaling is not None or self.rope_base != 1e4):
+        attention = self.attention
+        if not isinstance(attention, AttentionConfig):
+            raise TypeError(f"attention must be an AttentionConfig, got {type(attention).__name__}")
+        if attention.num_kv_heads is not None and self.num_heads % attention.num_kv_heads:
             raise ValueError(
-                f"rope_base and rope_scaling need positions='rope', got {self.positions!r}"
+                f"num_heads={self.num_heads} is not divisible by "
+                f"num_kv_heads={attention.num_kv_heads}"
             )
-        for name in ("qk_norm", "sinks"):
-            check_bool(getattr(self, name), name)
-        # MultiHeadAttention checks the rest (base, scaling, cap) when the model is built.
-
-    def attention_options(self) -> dict[str, Any]:
-        """The keyword arguments of every layer's
-        :class:`~attention_lab.attention.MultiHeadAttention` that these settings give."""
-        options: dict[str, Any] = {
-            "qk_norm": self.qk_norm,
-            "sinks": self.sinks,
-            "softcap": self.softcap,
-        }
-        if self.positions == "rope":
-            options.update(rope="half", rope_base=self.rope_base, rope_scaling=self.rope_scaling)
-        elif self.positions == "alibi":
-            options["alibi"] = True
-        return options
+        inside = (
+            "a rotary embedding"
+            if attention.rope_layout is not None
+            else ("ALiBi" if attention.alibi else None)
+        )
+        if self.position_embedding is not None and inside is not None:
+            raise ValueError(
+                f"position_embedding={self.position_embedding!r} and {inside} in attention are "
+                "two position signals; set position_embedding=None for a model whose positions "
+                "act inside attention"
+            )
 
 
 def _check_cacheable(
@@ -164,7 +152,7 @@ def _check_cacheable(
     """Raise if ``model``'s rotary embedding has "dynamic" scaling, which no cache reproduces."""
     rotary = model.layers[0].self_attn.rotary
     if rotary is not None:
-        rotary.check_cacheable("config.rope_scaling", fix)
+        rotary.check_cacheable("config.attention.rope_scaling", fix)
 
 
 class DecoderLM(nn.Module):
@@ -172,12 +160,12 @@ class DecoderLM(nn.Module):
 
     ``token_ids`` are embedded (× √D, from an embedding initialised at ``N(0, 1/D)`` as in
     :class:`~attention_lab.layers.TransformerEncoder`), the position signal of
-    ``config.positions`` is added (the sinusoidal encoding by default; rotary embeddings and
-    ALiBi act in each attention layer instead), then ``num_layers`` pre-norm
-    :class:`~attention_lab.layers.EncoderLayer` blocks run with the causal mask, a final
-    LayerNorm normalises the last residual, and a linear head turns every position's vector
-    into ``V`` logits. A decoder-only model has no encoder to attend to, so its block is an
-    encoder layer whose self-attention is masked: the block of GPT-2.
+    ``config.position_embedding`` is added (the sinusoidal encoding by default; a rotary
+    embedding and ALiBi act in each attention layer instead, ``config.attention``), then
+    ``num_layers`` pre-norm :class:`~attention_lab.layers.EncoderLayer` blocks run with the
+    causal mask, a final LayerNorm normalises the last residual, and a linear head turns every
+    position's vector into ``V`` logits. A decoder-only model has no encoder to attend to, so
+    its block is an encoder layer whose self-attention is masked: the block of GPT-2.
 
     Args:
         config: A :class:`DecoderConfig`; or the vocabulary size, with the other fields of
@@ -201,13 +189,13 @@ class DecoderLM(nn.Module):
         super().__init__()
         self.config = config = DecoderConfig.from_arguments(config, options)
         self.embedding = token_embedding(config.vocab_size, config.d_model)
-        if config.positions == "sinusoidal":
+        if config.position_embedding == "sinusoidal":
             self.register_buffer(
                 "position_encoding",
                 sinusoidal_encoding(config.max_len, config.d_model),  # [max_len, D]
                 persistent=False,
             )
-        elif config.positions == "learned":
+        elif config.position_embedding == "learned":
             # One trained row per position, initialised at N(0, 1) like nn.Embedding's.
             self.position_embedding = nn.Embedding(config.max_len, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
@@ -219,8 +207,7 @@ class DecoderLM(nn.Module):
                 dropout=config.dropout,
                 activation=config.activation,
                 norm_first=True,
-                num_kv_heads=config.num_kv_heads,
-                attention_options=config.attention_options(),
+                attention=config.attention,
             )
             for _ in range(config.num_layers)
         )
@@ -237,11 +224,12 @@ class DecoderLM(nn.Module):
                 f"the model reads at most max_len={self.config.max_len} positions, got {end}"
             )
         tokens = embed_tokens(self.embedding, token_ids)  # [B, T, D], embeddings × sqrt(D)
-        if self.config.positions == "sinusoidal":
+        if self.config.position_embedding == "sinusoidal":
             tokens = tokens + self.position_encoding[start:end]  # [B, T, D]
-        elif self.config.positions == "learned":
+        elif self.config.position_embedding == "learned":
             tokens = tokens + self.position_embedding.weight[start:end]  # [B, T, D]
-        # "rope" and "alibi" act inside attention; "none" leaves positions to the causal mask.
+        # A rotary embedding and ALiBi act inside attention; with neither, only the causal
+        # mask tells positions apart.
         return self.dropout(tokens)  # [B, T, D]
 
     def forward(

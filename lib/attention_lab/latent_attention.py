@@ -46,7 +46,7 @@ class LatentAttention(nn.Module):
         qk_rope_head_dim: Width ``Dr`` of the rotated part, a positive even int.
         v_head_dim: Width ``Dv`` of each head's values.
         q_lora_rank: Width of the compressed query, or ``None`` for a direct ``q_proj``.
-        rope: ``"interleaved"`` (DeepSeek's ``rope_interleave=True``) or ``"half"``.
+        rope_layout: ``"interleaved"`` (DeepSeek's ``rope_interleave=True``) or ``"half"``.
         rope_base: The rotary embedding's ``base``.
         norm_eps: The ``eps`` of the RMSNorms.
         bias: Whether ``q_a_proj``, ``kv_a_proj`` and ``out_proj`` have a bias.
@@ -74,7 +74,7 @@ class LatentAttention(nn.Module):
         qk_rope_head_dim: int,
         v_head_dim: int,
         q_lora_rank: int | None = None,
-        rope: str = "interleaved",
+        rope_layout: str = "interleaved",
         rope_base: float = 10000.0,
         norm_eps: float = 1e-6,
         bias: bool = False,
@@ -97,8 +97,8 @@ class LatentAttention(nn.Module):
             raise ValueError(
                 f"qk_rope_head_dim must be even (pairs rotate), got {qk_rope_head_dim}"
             )
-        if rope not in ROTARY_LAYOUTS:
-            raise ValueError(f"rope must be 'half' or 'interleaved', got {rope!r}")
+        if rope_layout not in ROTARY_LAYOUTS:
+            raise ValueError(f"rope_layout must be 'half' or 'interleaved', got {rope_layout!r}")
         check_real_above(rope_base, "rope_base", 1)
         check_real_above(norm_eps, "norm_eps", 0)
         check_bool(bias, "bias")
@@ -110,8 +110,8 @@ class LatentAttention(nn.Module):
             qk_rope_head_dim,
             v_head_dim,
         )
-        self.rope, self.rope_base, self.dropout = rope, float(rope_base), float(dropout)
-        self.rotary = RotaryEmbedding(qk_rope_head_dim, base=self.rope_base, layout=rope)
+        self.rope_base, self.dropout = float(rope_base), float(dropout)
+        self.rotary = RotaryEmbedding(qk_rope_head_dim, base=self.rope_base, layout=rope_layout)
         query_width = num_heads * (qk_nope_head_dim + qk_rope_head_dim)
         if q_lora_rank is None:
             self.q_proj = nn.Linear(d_model, query_width, bias=False)
@@ -241,7 +241,7 @@ class LatentAttention(nn.Module):
             qk_rope_head_dim=module.qk_rope_head_dim,
             v_head_dim=module.v_head_dim,
             q_lora_rank=module.q_lora_rank,
-            rope="interleaved" if getattr(config, "rope_interleave", True) else "half",
+            rope_layout="interleaved" if getattr(config, "rope_interleave", True) else "half",
             rope_base=float(rope.get("rope_theta", 10000.0)),
             norm_eps=float(module.kv_a_layernorm.variance_epsilon),
             bias=module.kv_a_proj_with_mqa.bias is not None,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -40,6 +39,7 @@ from attention_lab._validation import (
     check_token_ids,
 )
 from attention_lab.attention import MultiHeadAttention
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.caches import KVCache, decode_step
 from attention_lab.positional import SinusoidalPositionalEncoding
 
@@ -256,12 +256,10 @@ class EncoderLayer(nn.Module):
         activation: ``"relu"`` or ``"gelu"``.
         norm_first: ``False`` for post-norm, ``True`` for pre-norm.
         layer_norm_eps: The ``eps`` of both LayerNorms, a positive float (BERT uses ``1e-12``).
-        num_kv_heads: Key/value heads ``Hkv`` of the self-attention, a positive int dividing
-            ``num_heads`` (grouped-query attention; 1 is multi-query); ``None`` means
-            ``num_heads``.
-        attention_options: Further keyword arguments of the self-attention's
-            :class:`~attention_lab.attention.MultiHeadAttention`, e.g. ``{"rope": "half"}``,
-            ``{"alibi": True}``, ``{"qk_norm": True}`` or ``{"sinks": True}``; ``None`` for none.
+        attention: ``None``, or the
+            :class:`~attention_lab.attention_config.AttentionConfig` of the self-attention
+            (Part VI: shared key/value heads, QK-norm, rotary embeddings, ALiBi, sinks, a
+            softcap), handed to its :class:`~attention_lab.attention.MultiHeadAttention`.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -284,24 +282,12 @@ class EncoderLayer(nn.Module):
         activation: str = "relu",
         norm_first: bool = False,
         layer_norm_eps: float = 1e-5,
-        num_kv_heads: int | None = None,
-        attention_options: Mapping[str, Any] | None = None,
+        attention: AttentionConfig | None = None,
     ) -> None:
         super().__init__()
         check_bool(norm_first, "norm_first")
         check_real_above(layer_norm_eps, "layer_norm_eps", 0.0)
-        if attention_options is not None and not isinstance(attention_options, Mapping):
-            raise TypeError(
-                "attention_options must be a dict of MultiHeadAttention's keyword arguments, "
-                f"got {type(attention_options).__name__}"
-            )
-        self.self_attn = MultiHeadAttention(
-            d_model,
-            num_heads,
-            num_kv_heads=num_kv_heads,
-            dropout=dropout,
-            **(attention_options or {}),
-        )
+        self.self_attn = MultiHeadAttention(d_model, num_heads, config=attention, dropout=dropout)
         self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)

@@ -21,10 +21,6 @@ from matplotlib.ticker import MaxNLocator
 
 from attention_lab._validation import as_float_array, check_int
 
-# Book support, not a figure: it lives in attention_lab.book.display. Re-exported under the old
-# names, because every chapter's first cell calls plotting.use_palette_png().
-from attention_lab.book.display import palette_png, use_palette_png  # noqa: F401
-
 __all__ = [
     "attention_arcs",
     "attention_heatmap",

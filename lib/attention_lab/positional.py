@@ -16,6 +16,7 @@ grows linearly with distance.
 """
 
 import math
+from collections.abc import Mapping
 
 import torch
 from torch import nn
@@ -240,7 +241,7 @@ def _yarn_mscale(factor: float, mscale: float = 1.0) -> float:
 
 
 def _check_scaling(scaling: dict, seq_len: int | None) -> tuple[str, dict]:
-    if not isinstance(scaling, dict):
+    if not isinstance(scaling, Mapping):
         raise TypeError(f"scaling must be None or a dict, got {type(scaling).__name__}")
     kind = scaling.get("rope_type", scaling.get("type"))
     if kind not in ROPE_SCALINGS:
@@ -261,6 +262,28 @@ def _check_scaling(scaling: dict, seq_len: int | None) -> tuple[str, dict]:
             raise ValueError("rope_type 'dynamic' rescales with the length: give seq_len")
         check_int(seq_len, "seq_len")
     return kind, params
+
+
+def rope_scaling_type(scaling: dict) -> str:
+    """Check a RoPE scaling dictionary (see :func:`rope_frequencies`) and return its type.
+
+    Args:
+        scaling: A dictionary in the form of a ``transformers`` configuration's
+            ``rope_parameters``, e.g. ``{"rope_type": "linear", "factor": 4}``.
+
+    Returns:
+        Its ``rope_type``, one of :data:`ROPE_SCALINGS`.
+
+    Raises:
+        TypeError: If ``scaling`` is not a dict, or a parameter has the wrong type.
+        ValueError: If it names an unknown ``rope_type``, lacks or adds a parameter, or a
+            parameter is out of range.
+
+    Example:
+        >>> rope_scaling_type({"rope_type": "linear", "factor": 4})
+        'linear'
+    """
+    return _check_scaling(scaling, 1)[0]
 
 
 def rope_frequencies(
@@ -590,7 +613,7 @@ class RotaryEmbedding(nn.Module):
         scaling = None if scaling is None else dict(scaling)  # a copy, safe from later edits
         self.head_dim, self.base, self.layout, self.scaling = head_dim, base, layout, scaling
         self.inv_freq, self.attention_factor = inv_freq, factor
-        self.dynamic = scaling is not None and _check_scaling(scaling, 1)[0] == "dynamic"
+        self.dynamic = scaling is not None and rope_scaling_type(scaling) == "dynamic"
 
     def forward(
         self,

@@ -17,6 +17,7 @@ from pathlib import Path
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attention_lab import interactive
+from attention_lab.book import explorers
 from support import page_weights
 from support.browser import DESKTOP, SCREENSHOTS, Tab
 from support.prerequisites import missing
@@ -190,7 +191,7 @@ def test_markup_in_a_token_is_shown_as_text_and_runs_nothing(browser, server):
     import torch
 
     fig = interactive.attention_explorer({MARKUP: (tokens, torch.tensor(weights))})
-    fragment = interactive.to_html(fig, div_id="markup")
+    fragment = explorers.to_html(fig, div_id="markup")
     reader = Reader(browser, server, "")
     reader.page.set_content(
         f'<!doctype html><html><head><script src="{server}/{PLOTLY_JS}"></script></head>'

@@ -36,7 +36,7 @@ from support.paths import HTML
 from support.prerequisites import missing
 
 # Rules this stack cannot satisfy, each with the reason and the upstream issue. Empty: every
-# rule is met at its cause (see book/_templates/, book/_static/custom.css, attention_lab.quiz).
+# rule is met at its cause (see book/_templates/, book/_static/custom.css, attention_lab.book.quiz).
 NOT_FIXABLE: dict[str, str] = {}
 
 # Display equations wider than their column: pydata-sphinx-theme gives each ``div.math``

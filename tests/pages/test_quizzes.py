@@ -1,7 +1,7 @@
 """The chapter quizzes in notebooks_src/quizzes/: well formed, and right.
 
 Every quiz file must be a quiz jupyterquiz can display and grade (checked here directly, not only
-through ``attention_lab.quiz.validate_quiz``): single-answer multiple choice with exactly one
+through ``attention_lab.book.quiz.validate_quiz``): single-answer multiple choice with exactly one
 correct choice, numeric questions whose correct answer is graded correct by the same rules as
 jupyterquiz's JavaScript. Every numeric answer is recomputed independently, with attention_lab,
 torch or plain arithmetic: each numeric question must have an entry in ``RECOMPUTE``.
@@ -21,7 +21,9 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from attention_lab import data, layers, masks, positional
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
-from attention_lab.quiz import validate_quiz
+from attention_lab.attention_config import AttentionConfig
+from attention_lab.book.quiz import validate_quiz
+from attention_lab.score_modifiers import ScoreModifiers
 from attention_lab.seq2seq import Seq2SeqTransformer, reversal_translation_task
 from attention_lab.training import pattern_share
 from support.paths import ROOT
@@ -387,7 +389,9 @@ def _softcapped_score() -> float:
     # Two keys scored 0 and 500 (d = 1): the ratio of their weights is exp(cap(500) - 0).
     query = torch.tensor([[500.0]], dtype=torch.float64)  # [Tq, Dk]
     keys = torch.tensor([[0.0], [1.0]], dtype=torch.float64)  # [Tk, Dk]
-    weights = scaled_dot_product_attention(query, keys, keys, softcap=50.0)[1][0]  # [Tk]
+    weights = scaled_dot_product_attention(
+        query, keys, keys, modifiers=ScoreModifiers(softcap=50.0)
+    )[1][0]  # [Tk]
     return round(float(torch.log(weights[1] / weights[0])))
 
 
@@ -411,7 +415,9 @@ def _qwen3_cache_bytes_per_token() -> float:
 def _kv_head_of_query_head_13() -> float:
     from attention_lab.attention import MultiHeadAttention
 
-    attention = MultiHeadAttention(64, 32, num_kv_heads=8, head_dim=2).eval()
+    attention = MultiHeadAttention(
+        64, 32, config=AttentionConfig(num_kv_heads=8, head_dim=2)
+    ).eval()
     with torch.no_grad():  # merged heads out unchanged: out_proj is the identity
         attention.out_proj.weight.copy_(torch.eye(64))
         attention.out_proj.bias.zero_()

@@ -151,7 +151,7 @@ def test_the_notebook_runs_and_shows_what_the_page_shows(source, executed):
 
 @pytest.mark.parametrize(
     "source",
-    [s for s in SOURCES if "interactive.show(" in s.read_text()],
+    [s for s in SOURCES if "explorers.show(" in s.read_text()],
     ids=lambda s: s.stem,
 )
 def test_explorers_are_drawn_by_jupyterlab_from_plotly_json(source, executed):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_lab.attention import MultiHeadAttention, SelfAttention, scaled_dot_product_attention
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.masks import causal_mask, combine_masks, padding_mask
 from support.tensors import HALF_TOLERANCE, random_inputs
 
@@ -383,7 +384,7 @@ def test_multi_head_fully_masked_query_outputs_out_proj_bias(dtype):
 @pytest.mark.parametrize("bias", [True, False])
 def test_self_attention_matches_torch(bias, mask_kind):
     torch.manual_seed(0)
-    module = SelfAttention(embed_dim=6, head_dim=4, bias=bias)
+    module = SelfAttention(d_model=6, head_dim=4, bias=bias)
     x = torch.randn(3, 5, 6)
     token_ids = torch.tensor([[1, 2, 3, 0, 0], [4, 0, 0, 0, 0], [5, 6, 7, 8, 9]])
     mask = {"none": None, "causal": causal_mask(5), "padding": padding_mask(token_ids)}[mask_kind]
@@ -447,7 +448,7 @@ _q, _k, _v = torch.zeros(2, 3, 8), torch.zeros(2, 4, 8), torch.zeros(2, 4, 5)
         (lambda: _mha(dropout=1.0), ValueError, "dropout"),
         (lambda: _mha(dropout=None), TypeError, "dropout"),
         (lambda: _mha(bias=1), TypeError, "bias"),
-        (lambda: SelfAttention(0, 4), ValueError, "embed_dim"),
+        (lambda: SelfAttention(0, 4), ValueError, "d_model"),
         (lambda: SelfAttention(8, 2.5), TypeError, "head_dim"),
         (lambda: SelfAttention(8, 4)(torch.randn(2, 3, 6)), ValueError, r"x must .*\[B, T, 8\]"),
         (lambda: _mha()(torch.randn(3, 8)), ValueError, "query"),
@@ -466,7 +467,12 @@ def test_bad_inputs_raise_naming_the_argument(call, error, match):
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"qk_norm": True, "rope": "half"}, {"softcap": 1.0, "num_kv_heads": 2}, {"alibi": True}],
+    [
+        {},
+        {"qk_norm": True, "rope_layout": "half"},
+        {"softcap": 1.0, "num_kv_heads": 2},
+        {"alibi": True},
+    ],
     ids=["plain", "qk_norm-rope", "softcap-gqa", "alibi"],
 )
 def test_logits_are_the_scores_that_forward_turns_into_weights(options):
@@ -475,16 +481,17 @@ def test_logits_are_the_scores_that_forward_turns_into_weights(options):
     from attention_lab.positional import alibi_bias
 
     torch.manual_seed(0)
-    attention = MultiHeadAttention(d_model=16, num_heads=4, **options).eval()
+    config = AttentionConfig(**options)
+    attention = MultiHeadAttention(d_model=16, num_heads=4, config=config).eval()
     x = 3 * torch.randn(2, 6, 16)  # [B, T, D]
     mask = causal_mask(6)
     logits = attention.logits(x)  # [B, H, T, T]
     assert logits.shape == (2, 4, 6, 6)
     scores = logits
-    if attention.softcap is not None:
-        scores = attention.softcap * torch.tanh(scores / attention.softcap)
-        assert logits.abs().max() > attention.softcap  # the logits themselves are not capped
-    if attention.alibi:
+    if config.softcap is not None:
+        scores = config.softcap * torch.tanh(scores / config.softcap)
+        assert logits.abs().max() > config.softcap  # the logits themselves are not capped
+    if config.alibi:
         scores = scores + alibi_bias(4, 6, 6).float()
     expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
     torch.testing.assert_close(attention(x, mask=mask)[1], expected)

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from attention_lab import plotting
 from attention_lab.book import display
 
 
@@ -93,9 +92,3 @@ def test_use_palette_png_registers_the_formatter_for_figures():
         plt.close("all")
     finally:
         InteractiveShell.clear_instance()
-
-
-def test_the_old_names_in_plotting_are_these_functions():
-    # Every chapter's first cell calls plotting.use_palette_png(): the names stay where they were.
-    assert plotting.palette_png is display.palette_png
-    assert plotting.use_palette_png is display.use_palette_png

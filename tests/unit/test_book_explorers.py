@@ -67,9 +67,3 @@ def test_to_html_rejects_wrong_types():
         explorers.to_html({"data": []}, div_id="a")
     with pytest.raises(TypeError, match="div_id"):
         explorers.to_html(small_figure(), div_id=3)
-
-
-def test_the_old_names_in_interactive_are_these_functions():
-    # The pages call interactive.show(...): the names stay where they were.
-    for name in ("CONFIG", "PLOTLY_MIMETYPE", "Explorer", "show", "to_html"):
-        assert getattr(interactive, name) is getattr(explorers, name)

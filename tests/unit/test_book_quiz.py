@@ -11,7 +11,6 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 import attention_lab.book
-from attention_lab.book import quiz
 from attention_lab.book.quiz import load_quiz, quiz_html_and_script, show_quiz, validate_quiz
 
 GOOD = [
@@ -173,15 +172,6 @@ def test_the_style_and_script_are_package_files_written_into_the_quiz():
     assert script.startswith(before) and script.endswith(
         after.replace("/*ID*/", json.dumps("quiz_q"))
     )
-
-
-def test_the_old_module_name_still_works():
-    # Every chapter's last cell runs `from attention_lab.quiz import show_quiz`.
-    import attention_lab.quiz as old
-
-    for name in ("QUESTION_TYPES", "load_quiz", "quiz_html_and_script", "show_quiz"):
-        assert getattr(old, name) is getattr(quiz, name)
-    assert old.validate_quiz is validate_quiz
 
 
 def test_show_quiz_takes_the_questions_themselves_as_a_notebook_embeds_them():

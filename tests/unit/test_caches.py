@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attention_lab.attention import MultiHeadAttention
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.caches import KVCache, decode_step
 from attention_lab.masks import causal_mask
 from support.tensors import random_inputs, rope_scalings
@@ -79,8 +80,9 @@ def test_property_any_split_gives_the_full_result(sizes, batch, seed):
 @given(
     num_kv_heads=st.sampled_from([4, 2, 1]),
     qk_norm=st.booleans(),
-    rope=st.sampled_from([None, "half", "interleaved"]),
-    alibi=st.booleans(),
+    position=st.sampled_from(
+        [(None, False), ("half", False), ("interleaved", False), (None, True)]
+    ),
     sinks=st.booleans(),
     softcap=st.sampled_from([None, 5.0]),
     bias=st.booleans(),
@@ -88,21 +90,25 @@ def test_property_any_split_gives_the_full_result(sizes, batch, seed):
     seed=st.integers(0, 2**16),
 )
 def test_property_every_combination_of_options_decodes_as_the_full_pass(
-    num_kv_heads, qk_norm, rope, alibi, sinks, softcap, bias, sizes, seed
+    num_kv_heads, qk_norm, position, sinks, softcap, bias, sizes, seed
 ):
     # Each of Part VI's options changes what a cached step must recompute (rotated keys, the
     # ALiBi bias of the new rows, sink logits, capped scores, normed keys): together, too.
+    # (A rotary embedding and ALiBi together are refused by AttentionConfig.)
+    rope, alibi = position
     torch.manual_seed(seed % 7)
     attention = (
         MultiHeadAttention(
             16,
             4,
-            num_kv_heads=num_kv_heads,
-            qk_norm=qk_norm,
-            rope=rope,
-            alibi=alibi,
-            sinks=sinks,
-            softcap=softcap,
+            config=AttentionConfig(
+                num_kv_heads=num_kv_heads,
+                qk_norm=qk_norm,
+                rope_layout=rope,
+                alibi=alibi,
+                sinks=sinks,
+                softcap=softcap,
+            ),
             bias=bias,
         )
         .double()
@@ -187,7 +193,9 @@ DYNAMIC = SCALINGS["dynamic"]
 @pytest.mark.parametrize("rope", ["half", "interleaved"])
 def test_decode_step_with_a_fixed_rope_scaling_matches_the_full_causal_pass(scaling, rope):
     torch.manual_seed(0)
-    attention = MultiHeadAttention(16, 2, rope=rope, rope_scaling=scaling).eval()
+    attention = MultiHeadAttention(
+        16, 2, config=AttentionConfig(rope_layout=rope, rope_scaling=scaling)
+    ).eval()
     (x,) = random_inputs([[2, 32, 16]], seed=4)  # 32 positions, 8 times the training length
     with torch.no_grad():
         expected, expected_weights = attention(x, mask=causal_mask(32))
@@ -199,7 +207,9 @@ def test_decode_step_with_a_fixed_rope_scaling_matches_the_full_causal_pass(scal
 def test_decode_step_refuses_dynamic_rope_scaling():
     # Dynamic scaling rotates by frequencies of the current length: the keys cached at earlier
     # steps were rotated under shorter lengths, and the cached pass drifted from the full one.
-    attention = MultiHeadAttention(16, 2, rope="half", rope_scaling=DYNAMIC).eval()
+    attention = MultiHeadAttention(
+        16, 2, config=AttentionConfig(rope_layout="half", rope_scaling=DYNAMIC)
+    ).eval()
     cache = KVCache(batch_size=1, num_heads=2, head_dim=8, max_len=8)
     with pytest.raises(ValueError, match=r"rope_scaling.*'dynamic'.*re-rotating.*causal_mask"):
         decode_step(attention, torch.zeros(1, 1, 16), cache)

@@ -1,6 +1,8 @@
 """Grouped-query, multi-query attention, QK-norm and RoPE in MultiHeadAttention, checked against
 PyTorch's ``enable_gqa`` and against transformers' Llama and Qwen3 attention (eager)."""
 
+import dataclasses
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -13,6 +15,7 @@ from transformers.models.qwen3.modeling_qwen3 import Qwen3Attention, Qwen3Rotary
 
 from attention_lab import positional
 from attention_lab.attention import MultiHeadAttention
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.caches import KVCache, decode_step
 from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.positional import RotaryEmbedding, rotary_embedding
@@ -26,7 +29,9 @@ HEADS = [(4, 4), (4, 2), (6, 2), (4, 1)]
 
 def make_gqa(num_heads, num_kv_heads, *, seed=0, **kwargs):
     torch.manual_seed(seed)  # modules draw initial weights from the global generator
-    attention = MultiHeadAttention(24, num_heads, num_kv_heads=num_kv_heads, **kwargs).eval()
+    attention = MultiHeadAttention(
+        24, num_heads, config=AttentionConfig(num_kv_heads=num_kv_heads, **kwargs)
+    ).eval()
     if attention.q_norm is not None:
         with torch.no_grad():  # RMSNorm weights start at 1: make them matter
             attention.q_norm.weight.uniform_(0.5, 1.5)
@@ -53,8 +58,8 @@ def sdpa_reference(attention, x, memory, mask):
     [
         {},
         {"head_dim": 10},
-        {"head_dim": 10, "qk_norm": True, "rope": "half"},
-        {"rope": "interleaved"},
+        {"head_dim": 10, "qk_norm": True, "rope_layout": "half"},
+        {"rope_layout": "interleaved"},
     ],
     ids=["plain", "head_dim", "qwen3_like", "rope_interleaved"],
 )
@@ -121,7 +126,7 @@ def test_grouped_query_is_multi_head_with_repeated_key_value_heads(heads, seq_le
 def test_decode_step_caches_kv_heads_and_matches_the_full_causal_pass(
     num_heads, num_kv_heads, rope
 ):
-    attention = make_gqa(num_heads, num_kv_heads, head_dim=10, qk_norm=True, rope=rope)
+    attention = make_gqa(num_heads, num_kv_heads, head_dim=10, qk_norm=True, rope_layout=rope)
     (x,) = random_inputs([(2, 8, 24)])
     cache = KVCache(2, num_kv_heads, 10, max_len=8)
     with torch.no_grad():
@@ -137,7 +142,7 @@ def test_decode_step_caches_kv_heads_and_matches_the_full_causal_pass(
 
 
 def test_positions_shift_rope_and_leave_relative_scores_alone():
-    attention = make_gqa(4, 2, rope="half")
+    attention = make_gqa(4, 2, rope_layout="half")
     (x,) = random_inputs([(1, 5, 24)])
     with torch.no_grad():
         _, weights = attention(x, mask=causal_mask(5))
@@ -200,7 +205,7 @@ def test_from_hf_matches_transformers(family, num_kv_heads, mask_kind):
     module, rotary, _ = hf_attention(family, num_kv_heads, bias=family == "llama")
     attention = MultiHeadAttention.from_hf(module)
     assert (attention.num_heads, attention.num_kv_heads) == (4, num_kv_heads)
-    assert attention.rope == "half" and attention.rope_base == ROPE_THETA
+    assert attention.config.rope_layout == "half" and attention.config.rope_base == ROPE_THETA
     assert (attention.q_norm is not None) == (family == "qwen3")
     (x,) = random_inputs([(2, 6, 32)])
     ids = torch.tensor([[1, 2, 3, 4, 0, 0], [1, 2, 3, 4, 5, 6]])
@@ -251,20 +256,46 @@ def test_from_hf_keeps_dtype_and_mode_and_copies():
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: MultiHeadAttention(24, 4, num_kv_heads=3), ValueError, "num_kv_heads=3"),
-        (lambda: MultiHeadAttention(24, 4, num_kv_heads=0), ValueError, "num_kv_heads"),
+        (
+            lambda: MultiHeadAttention(24, 4, config=AttentionConfig(num_kv_heads=3)),
+            ValueError,
+            "num_kv_heads=3",
+        ),
+        (
+            lambda: MultiHeadAttention(24, 4, config=AttentionConfig(num_kv_heads=0)),
+            ValueError,
+            "num_kv_heads",
+        ),
         (lambda: MultiHeadAttention(10, 4), ValueError, "d_model=10 is not divisible"),
-        (lambda: MultiHeadAttention(24, 4, head_dim=5, rope="half"), ValueError, "even head_dim"),
-        (lambda: MultiHeadAttention(24, 4, rope="neox"), ValueError, "rope must be"),
-        (lambda: MultiHeadAttention(24, 4, qk_norm=1), TypeError, "qk_norm"),
-        (lambda: MultiHeadAttention(24, 4, rope_base=1), ValueError, "rope_base"),
+        (
+            lambda: MultiHeadAttention(
+                24, 4, config=AttentionConfig(head_dim=5, rope_layout="half")
+            ),
+            ValueError,
+            "even head_dim",
+        ),
+        (
+            lambda: MultiHeadAttention(24, 4, config=AttentionConfig(rope_layout="neox")),
+            ValueError,
+            "rope_layout must be",
+        ),
+        (
+            lambda: MultiHeadAttention(24, 4, config=AttentionConfig(qk_norm=1)),
+            TypeError,
+            "qk_norm",
+        ),
+        (
+            lambda: MultiHeadAttention(24, 4, config=AttentionConfig(rope_base=1)),
+            ValueError,
+            "rope_base",
+        ),
         (
             lambda: MultiHeadAttention(24, 4)(torch.zeros(1, 3, 24), positions=torch.arange(3)),
             ValueError,
             "positions",
         ),
         (
-            lambda: MultiHeadAttention(24, 4, rope="half")(
+            lambda: MultiHeadAttention(24, 4, config=AttentionConfig(rope_layout="half"))(
                 torch.zeros(1, 3, 24), positions=torch.arange(4)
             ),
             ValueError,
@@ -313,7 +344,9 @@ SCALED = {
 @pytest.mark.parametrize("scaling", SCALED.values(), ids=SCALED.keys())
 @pytest.mark.parametrize("rope", ["half", "interleaved"])
 def test_project_rotates_exactly_as_rotary_embedding(scaling, rope):
-    attention = make_gqa(4, 2, rope=rope, rope_scaling=scaling, rope_base=500.0, qk_norm=True)
+    attention = make_gqa(
+        4, 2, rope_layout=rope, rope_scaling=scaling, rope_base=500.0, qk_norm=True
+    )
     (x,) = random_inputs([(2, 9, 24)])
     positions = torch.tensor([0, 3, 4, 7, 8, 11, 12, 15, 20])
     with torch.no_grad():
@@ -327,7 +360,7 @@ def test_project_rotates_exactly_as_rotary_embedding(scaling, rope):
 
 @pytest.mark.parametrize("scaling", SCALED.values(), ids=SCALED.keys())
 def test_frequencies_are_computed_once_unless_they_depend_on_the_length(scaling, monkeypatch):
-    attention = make_gqa(4, 2, rope="half", rope_scaling=scaling)
+    attention = make_gqa(4, 2, rope_layout="half", rope_scaling=scaling)
     assert isinstance(attention.rotary, RotaryEmbedding)
     calls = []
     original = positional.rope_frequencies
@@ -345,7 +378,7 @@ def test_frequencies_are_computed_once_unless_they_depend_on_the_length(scaling,
 
 @pytest.mark.parametrize("scaling", SCALED.values(), ids=SCALED.keys())
 def test_rope_adds_nothing_to_the_state_dict(scaling):
-    rotated = make_gqa(4, 2, rope="half", rope_scaling=scaling, qk_norm=True)
+    rotated = make_gqa(4, 2, rope_layout="half", rope_scaling=scaling, qk_norm=True)
     plain = make_gqa(4, 2, qk_norm=True)
     assert list(rotated.state_dict()) == list(plain.state_dict())
     assert list(rotated.buffers()) == []
@@ -354,18 +387,19 @@ def test_rope_adds_nothing_to_the_state_dict(scaling):
 
 
 def test_repr_shows_the_rotary_embedding():
-    text = repr(make_gqa(4, 2, rope="half", rope_scaling=SCALED["linear"]))
+    text = repr(make_gqa(4, 2, rope_layout="half", rope_scaling=SCALED["linear"]))
     assert "(rotary): RotaryEmbedding(head_dim=6, base=10000.0, layout='half', scaling=" in text
     assert "rotary" not in repr(make_gqa(4, 2))
 
 
 def test_rope_scaling_is_read_only_and_a_copy():
     scaling = dict(SCALED["linear"])
-    attention = make_gqa(4, 2, rope="half", rope_scaling=scaling)
-    assert attention.rope_scaling == scaling and make_gqa(4, 2).rope_scaling is None
+    attention = make_gqa(4, 2, rope_layout="half", rope_scaling=scaling)
+    config = attention.config
+    assert config.rope_scaling == scaling and make_gqa(4, 2).config.rope_scaling is None
     scaling["factor"] = 8.0  # the caller's dict, edited after the build
-    shown = attention.rope_scaling
-    shown["factor"] = 16.0  # the copy the layer handed out, edited
-    assert attention.rope_scaling["factor"] == 2.0 == attention.rotary.scaling["factor"]
-    with pytest.raises(AttributeError, match="rope_scaling is read-only"):
-        attention.rope_scaling = SCALED["yarn"]
+    assert config.rope_scaling["factor"] == 2.0 == attention.rotary.scaling["factor"]
+    with pytest.raises(TypeError):
+        config.rope_scaling["factor"] = 16.0  # the config's own copy is read-only
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.rope_scaling = SCALED["yarn"]

@@ -1,6 +1,7 @@
 """Tests for attention_lab.language_model: the decoder against PyTorch's own layers, the cache
 against the full computation, causality, generation, and the bracket language's rules."""
 
+import dataclasses
 import math
 
 import pytest
@@ -9,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.language_model import (
-    POSITIONS,
     BracketLanguage,
     DecoderConfig,
     DecoderLM,
@@ -110,9 +111,26 @@ def test_without_the_causal_mask_matches_torch_unmasked():
     torch.testing.assert_close(logits, expected)
 
 
-def dataclass_replace(config, **changes):
-    import dataclasses
+# The position signals by name, as DecoderConfig fields (a rotary embedding and ALiBi live in
+# the attention's config).
+SIGNALS = {
+    "sinusoidal": {"position_embedding": "sinusoidal"},
+    "learned": {"position_embedding": "learned"},
+    "rope": {"position_embedding": None, "rope_layout": "half"},
+    "alibi": {"position_embedding": None, "alibi": True},
+    "none": {"position_embedding": None},
+}
+ATTENTION_FIELDS = {field.name for field in dataclasses.fields(AttentionConfig)}
 
+
+def dataclass_replace(config, *, positions=None, **changes):
+    """``config`` with ``changes``: its own fields, the fields of its ``attention`` (replaced in
+    a new AttentionConfig) and a position signal of ``SIGNALS`` by name."""
+    if positions is not None:
+        changes = {**SIGNALS[positions], **changes}
+    attention = {name: changes.pop(name) for name in list(changes) if name in ATTENTION_FIELDS}
+    if attention:
+        changes["attention"] = dataclasses.replace(config.attention, **attention)
     return dataclasses.replace(config, **changes)
 
 
@@ -233,7 +251,7 @@ def test_num_kv_heads_none_and_num_heads_build_the_same_model():
     default = DecoderLM(CONFIG)
     torch.manual_seed(0)
     explicit = DecoderLM(dataclass_replace(CONFIG, num_kv_heads=CONFIG.num_heads))
-    assert CONFIG.num_kv_heads is None
+    assert CONFIG.attention.num_kv_heads is None
     torch.testing.assert_close(default.state_dict(), explicit.state_dict(), rtol=0, atol=0)
 
 
@@ -250,15 +268,15 @@ def grouped_as_multi_head(model):
         },
         strict=False,
     )
-    group = config.num_heads // config.num_kv_heads
+    group = config.num_heads // config.attention.num_kv_heads
     head_dim = config.d_model // config.num_heads
     with torch.no_grad():
         for mine, theirs in zip(twin.layers, model.layers, strict=True):
             for name in ("k_proj", "v_proj"):
                 source, target = getattr(theirs.self_attn, name), getattr(mine.self_attn, name)
-                weight = source.weight.view(config.num_kv_heads, head_dim, config.d_model)
+                weight = source.weight.view(config.attention.num_kv_heads, head_dim, config.d_model)
                 target.weight.copy_(weight.repeat_interleave(group, dim=0).flatten(0, 1))
-                bias = source.bias.view(config.num_kv_heads, head_dim)
+                bias = source.bias.view(config.attention.num_kv_heads, head_dim)
                 target.bias.copy_(bias.repeat_interleave(group, dim=0).flatten())
     return twin
 
@@ -299,7 +317,7 @@ def test_grouped_caches_hold_num_kv_heads_and_decode_the_full_logits(num_kv_head
 
 # --- Position signals and stabilisers ---------------------------------------------------------
 
-POSITION_CONFIGS = [{"positions": kind} for kind in POSITIONS if kind != "sinusoidal"] + [
+POSITION_CONFIGS = [{"positions": kind} for kind in SIGNALS if kind != "sinusoidal"] + [
     {"positions": "rope", "rope_base": 500000.0, "num_kv_heads": 2},
     {"positions": "rope", "rope_scaling": {"rope_type": "linear", "factor": 4.0}},
     {"positions": "alibi", "qk_norm": True, "sinks": True, "softcap": 3.0},
@@ -336,7 +354,7 @@ def test_every_position_signal_decodes_in_pieces_to_the_full_logits(changes):
         ({"positions": "learned"}, {}),
         ({"positions": "none"}, {}),
         ({"positions": "alibi"}, {"alibi": True}),
-        ({"positions": "rope", "rope_base": 5e5}, {"rope": "half", "rope_base": 5e5}),
+        ({"positions": "rope", "rope_base": 5e5}, {"rope_layout": "half", "rope_base": 5e5}),
         ({"qk_norm": True, "sinks": True, "softcap": 30.0}, {"softcap": 30.0}),
     ],
     ids=repr,
@@ -345,10 +363,11 @@ def test_the_config_reaches_every_attention_layer(changes, expected):
     model = make_model(dataclass_replace(CONFIG, **changes))
     for layer in model.layers:
         attention = layer.self_attn
-        assert attention.alibi is expected.get("alibi", False)
-        assert attention.rope == expected.get("rope")
-        assert attention.rope_base == expected.get("rope_base", 1e4)
-        assert attention.softcap == expected.get("softcap")
+        assert attention.config is model.config.attention
+        assert attention.config.alibi is expected.get("alibi", False)
+        assert attention.config.rope_layout == expected.get("rope_layout")
+        assert attention.config.rope_base == expected.get("rope_base", 1e4)
+        assert attention.config.softcap == expected.get("softcap")
         assert (attention.q_norm is not None) is changes.get("qk_norm", False)
         assert (attention.sink_logits is not None) is changes.get("sinks", False)
     position_tensors = {
@@ -374,7 +393,7 @@ def test_a_learned_table_adds_its_rows_to_the_token_embeddings():
         torch.testing.assert_close(logits, model.head(model.final_norm(x)))
 
 
-@pytest.mark.parametrize("kind", POSITIONS)
+@pytest.mark.parametrize("kind", SIGNALS)
 def test_a_longer_model_takes_the_trained_weights_unless_positions_are_a_table(kind):
     short = make_model(dataclass_replace(CONFIG, positions=kind, max_len=6), seed=13)
     longer = make_model(dataclass_replace(CONFIG, positions=kind, max_len=24), seed=14)
@@ -512,8 +531,12 @@ def test_next_token_data_shifts_by_one():
         ({"num_kv_heads": 3}, ValueError, "num_kv_heads=3"),
         ({"num_kv_heads": 0}, ValueError, "num_kv_heads"),
         ({"num_kv_heads": 2.0}, TypeError, "num_kv_heads"),
-        ({"positions": "absolute"}, ValueError, "positions must be one of"),
-        ({"positions": "alibi", "rope_base": 5e5}, ValueError, "need positions='rope'"),
+        ({"position_embedding": "absolute"}, ValueError, "position_embedding must be None"),
+        ({"positions": "alibi", "rope_base": 5e5}, ValueError, "need a rotary embedding"),
+        ({"rope_layout": "half"}, ValueError, "'sinusoidal' and a rotary embedding .* two"),
+        ({"position_embedding": "learned", "alibi": True}, ValueError, "'learned' and ALiBi"),
+        ({"positions": "rope", "alibi": True}, ValueError, "two position signals"),
+        ({"attention": {"alibi": True}}, TypeError, "must be an AttentionConfig"),
         ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, ValueError, "rope_scaling"),
         ({"positions": "rope", "rope_base": 1.0}, ValueError, "rope_base"),
         ({"positions": "rope", "rope_scaling": {"rope_type": "cubic"}}, ValueError, "cubic"),

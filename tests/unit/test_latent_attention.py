@@ -66,7 +66,7 @@ def run_hf(module, rotary, x, positions, mask, cache=None):
 def test_from_hf_matches_deepseek_v3_attention(q_lora_rank, rope_interleave, mask_kind):
     module, rotary, _ = hf_latent(q_lora_rank, rope_interleave)
     attention = LatentAttention.from_hf(module)
-    assert attention.rope == ("interleaved" if rope_interleave else "half")
+    assert attention.rotary.layout == ("interleaved" if rope_interleave else "half")
     (x,) = random_inputs([(2, 6, 32)])
     ids = torch.tensor([[1, 2, 3, 4, 0, 0], [1, 2, 3, 4, 5, 6]])
     mask = {"none": None, "causal": causal_mask(6), "padding": padding_mask(ids)}[mask_kind]
@@ -132,7 +132,7 @@ def test_latent_attention_with_cache_matches_the_full_causal_pass():
             ValueError,
             "kv_lora_rank",
         ),
-        (lambda: LatentAttention(32, 4, rope="neox", **SIZES), ValueError, "rope"),
+        (lambda: LatentAttention(32, 4, rope_layout="neox", **SIZES), ValueError, "rope_layout"),
         (
             lambda: LatentAttention(32, 4, **SIZES)(torch.zeros(1, 2, 32), cache=[]),
             TypeError,
@@ -160,7 +160,7 @@ def test_bad_arguments_raise_naming_the_argument(call, error, match):
 
 def test_latent_attention_holds_one_rotary_embedding_and_saves_only_weights():
     torch.manual_seed(0)
-    attention = LatentAttention(32, 4, rope="half", rope_base=500.0, **SIZES)
+    attention = LatentAttention(32, 4, rope_layout="half", rope_base=500.0, **SIZES)
     assert isinstance(attention.rotary, RotaryEmbedding)
     assert (attention.rotary.head_dim, attention.rotary.base) == (4, 500.0)
     assert attention.rotary.layout == "half" and attention.rotary.scaling is None

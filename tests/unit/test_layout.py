@@ -27,15 +27,24 @@ CORE = {
     "_validation": set(),
     "masks": {"_validation"},
     "positional": {"_validation"},
-    "attention": {"_validation", "masks", "positional"},
+    "score_modifiers": {"_validation"},
+    "attention_config": {"_validation", "positional"},
+    "attention": {"_validation", "attention_config", "masks", "positional", "score_modifiers"},
     "caches": {"_validation", "attention", "masks"},
     "latent_attention": {"_validation", "attention", "caches", "positional"},
-    "layers": {"_validation", "attention", "caches", "positional"},
+    "layers": {"_validation", "attention", "attention_config", "caches", "positional"},
     "efficient": {"_validation", "attention"},
     "training": {"_validation", "layers", "masks"},
     "circuits": {"_validation", "attention", "masks", "positional"},
     "seq2seq": {"_validation", "layers", "masks", "positional"},
-    "language_model": {"_validation", "caches", "layers", "masks", "positional"},
+    "language_model": {
+        "_validation",
+        "attention_config",
+        "caches",
+        "layers",
+        "masks",
+        "positional",
+    },
     "bert": {"_validation", "layers", "masks"},
     "data": {"_validation", "masks"},
 }
@@ -43,19 +52,17 @@ ALLOWED = {
     **CORE,
     # Loading MiniLM into our BERT; attention_grid draws with plotting.
     "pretrained": {"_validation", "bert", "plotting"},
-    # Figures: tensors in, figure out, no model code. The book.* arrows only re-export book
-    # support under its old names (plotting.use_palette_png, interactive.show).
-    "plotting": {"_validation", "book.display"},
-    "interactive": {"_validation", "book.explorers"},
+    # Figures: tensors in, figure out, no model code.
+    "plotting": {"_validation"},
+    "interactive": {"_validation"},
     # The labs' self-checks run any part of the attention library (pooling from bert).
     "checks": set(CORE),
-    # Book support imports nothing from the library; attention_lab.quiz is its old name.
+    # Book support imports nothing from the library.
     "book": set(),
     "book.quiz": set(),
     "book.display": set(),
     "book.explorers": set(),
     "book.glue": set(),
-    "quiz": {"book.quiz"},
     "__init__": {"attention", "layers", "masks", "positional"},
 }
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.masks import causal_mask
 from attention_lab.positional import (
     alibi_bias,
@@ -18,6 +19,7 @@ from attention_lab.positional import (
     rope_frequencies,
     rotary_embedding,
 )
+from attention_lab.score_modifiers import ScoreModifiers
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -71,8 +73,12 @@ def test_alibi_bias_is_bloom_and_mpt_up_to_a_constant_per_row(num_heads, q_len, 
     key = torch.randn(1, num_heads, kv_len, 8, generator=generator, dtype=torch.float64)
     value = torch.randn(1, num_heads, kv_len, 8, generator=generator, dtype=torch.float64)
     mask = causal_mask(kv_len)[kv_len - q_len :]  # [Tq, Tk]
-    ours_out, ours_w = scaled_dot_product_attention(query, key, value, mask, bias=ours)
-    bloom_out, bloom_w = scaled_dot_product_attention(query, key, value, mask, bias=bloom)
+    ours_out, ours_w = scaled_dot_product_attention(
+        query, key, value, mask, modifiers=ScoreModifiers(bias=ours)
+    )
+    bloom_out, bloom_w = scaled_dot_product_attention(
+        query, key, value, mask, modifiers=ScoreModifiers(bias=bloom)
+    )
     torch.testing.assert_close(ours_w, bloom_w)
     torch.testing.assert_close(ours_out, bloom_out)
 
@@ -223,7 +229,7 @@ def test_sink_logits_are_gpt_oss_attention(masked):
     additive = None if mask is None else torch.zeros(6, 6).masked_fill(~mask, -torch.inf)
     their_out, their_w = gpt_oss_eager(module, query, key, value, additive, scaling=8**-0.5)
     ours_out, ours_w = scaled_dot_product_attention(
-        query, key, value, mask, sink_logits=module.sinks.detach()
+        query, key, value, mask, modifiers=ScoreModifiers(sink_logits=module.sinks.detach())
     )
     torch.testing.assert_close(ours_w, their_w)
     torch.testing.assert_close(ours_out, their_out.transpose(1, 2))
@@ -234,7 +240,7 @@ def test_a_fully_masked_row_with_a_sink_is_still_zero():
     query, key, value = random_qkv(2, 3, 3, 4)
     mask = torch.tensor([[False, False, False], [True, False, False], [True, True, True]])
     out, weights = scaled_dot_product_attention(
-        query, key, value, mask, sink_logits=torch.tensor([0.5, -1.0])
+        query, key, value, mask, modifiers=ScoreModifiers(sink_logits=torch.tensor([0.5, -1.0]))
     )
     assert bool((weights[..., 0, :] == 0).all()) and bool((out[..., 0, :] == 0).all())
 
@@ -250,7 +256,9 @@ def test_softcap_is_gemma2_attention(softcap):
     mask = causal_mask(5)
     additive = torch.zeros(5, 5).masked_fill(~mask, -torch.inf)
     their_out, their_w = gemma2_eager(Module().eval(), query, key, value, additive, softcap=softcap)
-    ours_out, ours_w = scaled_dot_product_attention(query, key, value, mask, softcap=softcap)
+    ours_out, ours_w = scaled_dot_product_attention(
+        query, key, value, mask, modifiers=ScoreModifiers(softcap=softcap)
+    )
     torch.testing.assert_close(ours_w, their_w)
     torch.testing.assert_close(ours_out, their_out.transpose(1, 2))
 
@@ -258,7 +266,9 @@ def test_softcap_is_gemma2_attention(softcap):
 def test_softcap_bounds_every_score():
     query, key, value = random_qkv(1, 4, 4, 8)
     value = torch.eye(4).expand(2, 1, 4, 4).contiguous()
-    _, weights = scaled_dot_product_attention(query * 100, key, value, softcap=2.0)
+    _, weights = scaled_dot_product_attention(
+        query * 100, key, value, modifiers=ScoreModifiers(softcap=2.0)
+    )
     # With |score| <= 2 the largest ratio of two weights in a row is at most e**4 (reached
     # here: the scores are so large that tanh rounds to +-1 in float32).
     ratio = weights.amax(-1) / weights.amin(-1)
@@ -280,7 +290,7 @@ def test_softcap_bounds_every_score():
 def test_bad_stability_arguments_are_named(kwargs, error, match):
     query, key, value = random_qkv(2, 3, 3, 4)
     with pytest.raises(error, match=match):
-        scaled_dot_product_attention(query, key, value, **kwargs)
+        scaled_dot_product_attention(query, key, value, modifiers=ScoreModifiers(**kwargs))
 
 
 # Whole attention layers, weights copied with from_hf ----------------------------------------
@@ -331,7 +341,9 @@ def gpt_oss_layer():
 def test_from_hf_copies_gpt_oss_sinks_and_yarn_and_matches_it():
     module, rotary = gpt_oss_layer()
     attention = MultiHeadAttention.from_hf(module)
-    assert attention.sink_logits is not None and attention.rope_scaling["rope_type"] == "yarn"
+    assert (
+        attention.sink_logits is not None and attention.config.rope_scaling["rope_type"] == "yarn"
+    )
     x = torch.randn(2, 40, 32, generator=torch.Generator().manual_seed(5))
     positions = torch.arange(20, 60)  # beyond the original 16 positions
     mask = causal_mask(40)
@@ -368,7 +380,7 @@ def test_from_hf_copies_gemma2_softcapping_and_matches_it():
     config._attn_implementation = "eager"
     module = randomise(Gemma2Attention(config, layer_idx=0))
     attention = MultiHeadAttention.from_hf(module)
-    assert attention.softcap == 2.0
+    assert attention.config.softcap == 2.0
     x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(6)) * 3
     positions = torch.arange(6)
     with torch.no_grad():
@@ -411,13 +423,15 @@ def test_from_hf_copies_llama_rope_scaling_and_matches_it(scaling):
 
 
 def test_sinks_and_softcap_arguments_are_checked():
-    with pytest.raises(ValueError, match="rope_scaling is given, but rope is None"):
-        MultiHeadAttention(8, 2, rope_scaling={"rope_type": "linear", "factor": 2.0})
+    with pytest.raises(ValueError, match="rope_base and rope_scaling need a rotary embedding"):
+        MultiHeadAttention(
+            8, 2, config=AttentionConfig(rope_scaling={"rope_type": "linear", "factor": 2.0})
+        )
     with pytest.raises(ValueError, match="softcap"):
-        MultiHeadAttention(8, 2, softcap=0)
+        MultiHeadAttention(8, 2, config=AttentionConfig(softcap=0))
     with pytest.raises(TypeError, match="sinks"):
-        MultiHeadAttention(8, 2, sinks=1)
-    attention = MultiHeadAttention(8, 2, sinks=True)
+        MultiHeadAttention(8, 2, config=AttentionConfig(sinks=1))
+    attention = MultiHeadAttention(8, 2, config=AttentionConfig(sinks=True))
     assert attention.sink_logits.shape == (2,) and attention.sink_logits.requires_grad
 
 
@@ -425,14 +439,14 @@ def test_multi_head_attention_with_alibi_adds_the_bias_and_decodes_with_a_cache(
     from attention_lab.caches import KVCache, decode_step
 
     torch.manual_seed(0)
-    attention = MultiHeadAttention(24, 6, num_kv_heads=2, alibi=True).eval()
+    attention = MultiHeadAttention(24, 6, config=AttentionConfig(num_kv_heads=2, alibi=True)).eval()
     x = torch.randn(2, 7, 24, generator=torch.Generator().manual_seed(8))
     with torch.no_grad():
         output, weights = attention(x, mask=causal_mask(7))
         q, k, v = attention.project(x)
         k, v = (t.repeat_interleave(3, dim=1) for t in (k, v))
         _, expected = scaled_dot_product_attention(
-            q, k, v, causal_mask(7), bias=alibi_bias(6, 7, 7).float()
+            q, k, v, causal_mask(7), modifiers=ScoreModifiers(bias=alibi_bias(6, 7, 7).float())
         )
         torch.testing.assert_close(weights, expected)
         # Token by token through a cache: the queries are the last positions.

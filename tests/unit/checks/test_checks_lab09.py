@@ -12,6 +12,7 @@ import torch
 from torch.nn import functional as F
 
 from attention_lab.attention import MultiHeadAttention
+from attention_lab.attention_config import AttentionConfig
 from attention_lab.checks import MISTAKES, check_grouped_query_attention
 from attention_lab.checks.grouped_query import grouped_query_reference
 from support.implementations.lab09 import RIGHT, WRONG, attend, with_repeat_interleave
@@ -33,7 +34,9 @@ def test_the_reference_is_pytorchs_enable_gqa_and_the_module(heads, kv_heads):
     torch.testing.assert_close(
         output, F.scaled_dot_product_attention(query, key, value, enable_gqa=True)
     )
-    module = MultiHeadAttention(heads * 4, heads, num_kv_heads=kv_heads, bias=False).eval()
+    module = MultiHeadAttention(
+        heads * 4, heads, config=AttentionConfig(num_kv_heads=kv_heads), bias=False
+    ).eval()
     with torch.no_grad():
         module.out_proj.weight.copy_(torch.eye(heads * 4))
         merged, module_weights = module.attend(query, key, value)
