@@ -120,8 +120,8 @@ def scaled_dot_product_attention(
     """Attention as in "Attention Is All You Need": ``softmax(Q K^T / sqrt(Dk)) V``.
 
     ``modifiers`` holds the changes today's models make to the scores (Part VI): a cap and a
-    bias applied to the scaled scores before the mask, and sink logits that join the softmax
-    (:class:`~attention_lab.score_modifiers.ScoreModifiers`).
+    bias applied to the scaled scores before the mask, and extra logits, one per head, that
+    join the softmax (:class:`~attention_lab.score_modifiers.ScoreModifiers`).
 
     Blocked positions get a weight of exactly 0. A query row in which every key is blocked is
     defined rather than NaN: its weights and its output are all 0, in every floating dtype. For
@@ -142,8 +142,8 @@ def scaled_dot_product_attention(
     Returns:
         A pair ``(output, weights)``. ``output`` has shape ``[..., Tq, Dv]``. ``weights`` has
         shape ``[..., Tq, Tk]``; it is the attention distribution before dropout, so each row
-        sums to 1 unless all its keys are blocked (then 0) or ``modifiers`` has sink logits
-        (then less than 1). Both have the dtype of ``query``.
+        sums to 1 unless all its keys are blocked (then 0) or ``modifiers`` adds logits to
+        the softmax (then less than 1). Both have the dtype of ``query``.
 
     Raises:
         TypeError: If an input is not a tensor, not floating point, or the dtypes differ; if
@@ -162,14 +162,14 @@ def scaled_dot_product_attention(
     # In place: the product is a fresh tensor, and each pass over [..., Tq, Tk] costs time.
     scores.div_(math.sqrt(query.shape[-1]))
     if modifiers is not None:
-        scores = modifiers.apply(scores)  # Part VI: a cap, a bias (ALiBi)
+        scores = modifiers.apply(scores)  # Part VI's changes to the scores
     if mask is not None:
         # The most negative finite value, not -inf: a row with every key blocked then has a
         # uniform softmax instead of 0 / 0 = NaN, and is zeroed below.
         scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     # Half-precision exponentials and sums lose too much: compute in at least float32.
     softmax_dtype = torch.promote_types(scores.dtype, torch.float32)
-    softmax = torch.softmax if modifiers is None else modifiers.softmax  # Part VI: sinks
+    softmax = torch.softmax if modifiers is None else modifiers.softmax  # Part VI's softmax
     weights = softmax(scores, dim=-1, dtype=softmax_dtype).to(scores.dtype)
     if mask is not None:
         # Blocked weights underflow to exactly 0 already, except in a row whose keys are all
@@ -435,8 +435,8 @@ class MultiHeadAttention(nn.Module):
                 "positions is given, but the module has no rotary embedding (config.rope_layout)"
             )
         q = self._split_heads(self.q_proj(query))  # [B, H, Tq, Dh]
-        k = self._split_heads(self.k_proj(key), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
-        v = self._split_heads(self.v_proj(value), self.num_kv_heads)  # [B, Hkv, Tk, Dh]
+        k = self._split_heads(self.k_proj(key))  # [B, Hkv, Tk, Dh]
+        v = self._split_heads(self.v_proj(value))  # [B, Hkv, Tk, Dh]
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)  # over Dh, per head and position
         if self.rotary is not None:
@@ -555,9 +555,9 @@ class MultiHeadAttention(nn.Module):
             bias = alibi_bias(self.num_heads, q_len, kv_len).to(q.device, q.dtype)  # [H, Tq, Tk]
         return ScoreModifiers(softcap=config.softcap, bias=bias, sink_logits=self.sink_logits)
 
-    def _split_heads(self, x: torch.Tensor, num_heads: int | None = None) -> torch.Tensor:
-        batch, seq_len, _ = x.shape
-        num_heads = self.num_heads if num_heads is None else num_heads
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq_len, width = x.shape  # width: the heads side by side, H * Dh
+        num_heads = width // self.head_dim
         x = x.view(batch, seq_len, num_heads, self.head_dim)  # [B, T, H, Dh]
         return x.transpose(1, 2)  # [B, H, T, Dh]
 

@@ -647,13 +647,7 @@ class RotaryEmbedding(nn.Module):
                 f"x must have shape [..., T, Dh] with Dh = head_dim = {self.head_dim}, "
                 f"got {list(x.shape)}"
             )
-        if self.scaling is not None and seq_len is None and len(positions):
-            seq_len = int(positions.max()) + 1
-        inv_freq, factor = self.inv_freq, self.attention_factor
-        if self.dynamic:
-            inv_freq, factor = rope_frequencies(
-                head_dim, base=self.base, scaling=self.scaling, seq_len=seq_len
-            )
+        inv_freq, factor = self.frequencies(positions, seq_len)  # [Dh / 2], a float
         # The angles are computed in float64 on the CPU: in float32, pos * frequency is off by
         # about 1e-3 rad at position 10_000, and some accelerators have no float64.
         angle = positions.cpu().to(torch.float64)[:, None] * inv_freq  # [T, Dh / 2]
@@ -668,6 +662,30 @@ class RotaryEmbedding(nn.Module):
         first, second = pairs.unbind(pair_axis)  # [..., T, Dh / 2] each
         rotated = torch.stack((first * cos - second * sin, first * sin + second * cos), pair_axis)
         return rotated.flatten(-2).to(x.dtype)  # [..., T, Dh]
+
+    def frequencies(
+        self, positions: torch.Tensor, seq_len: int | None = None
+    ) -> tuple[torch.Tensor, float]:
+        """The inverse frequencies and attention factor that rotate ``positions``.
+
+        Those computed when the module was built, except for ``"dynamic"`` scaling, whose
+        frequencies depend on the current length: ``seq_len``, or the largest position + 1.
+
+        Args:
+            positions: Shape ``[T]``, an integer dtype.
+            seq_len: The current length for ``"dynamic"`` scaling, or ``None``.
+
+        Returns:
+            A pair as :func:`rope_frequencies` returns it: shape ``[Dh / 2]``,
+            ``torch.float64``, and a float.
+        """
+        if not self.dynamic:
+            return self.inv_freq, self.attention_factor
+        if seq_len is None and len(positions):
+            seq_len = int(positions.max()) + 1
+        return rope_frequencies(
+            self.head_dim, base=self.base, scaling=self.scaling, seq_len=seq_len
+        )
 
     def check_cacheable(self, setting: str, fix: str) -> None:
         """Refuse a key/value cache for a ``"dynamic"`` scaling.
