@@ -559,6 +559,9 @@ def test_quiz_text_has_balanced_math_and_markup(path):
             assert s.replace(r"\$", "").count("$") % 2 == 0, f"unbalanced $ in {s!r}"
             # Markdown backticks are not rendered by jupyterquiz: use <code>.
             assert "`" not in s, f"backtick in {s!r}: write <code>...</code>"
+            # Nor is Markdown emphasis: *or* reaches the reader with its asterisks.
+            emphasis = re.findall(r"(?<![\w*])\*\w[^*$]*?\*(?![\w*])", s)
+            assert not emphasis, f"Markdown emphasis {emphasis} in {s!r}: write <em>...</em>"
             assert s.count("<code>") == s.count("</code>"), f"unclosed <code> in {s!r}"
 
 
