@@ -1341,11 +1341,11 @@ def test_extrapolation_scalings_and_encodings_from_the_keyboard(extrapolation_pa
             assert state["attentionFactor"] == pytest.approx(0.1 * math.log(16) + 1)
             assert "attention factor 0.1 ln s + 1 = 1.277" in state["status"]
         tab.focus(f"{EXTRAPOLATION}-trained")
-        tab.keyboard.press("Home")  # L = 32: the row ends at 256
+        tab.keyboard.press("Home")  # L = 16, the chapter's: the row ends at 128
         tab.focus(f"{EXTRAPOLATION}-base")
         tab.keyboard.press("End")  # base 10**6
         state = page.state()
-        assert (state["trained"], state["at"], state["base"]) == (32, 256, 1e6)
+        assert (state["trained"], state["at"], state["base"]) == (16, 128, 1e6)
         largest(errors, check_extrapolation(state))
         page.set_range("trained", 8)
         page.set_range("base", 4)
@@ -1382,6 +1382,8 @@ def test_extrapolation_scalings_and_encodings_from_the_keyboard(extrapolation_pa
     tab.keyboard.press("End")
     state = page.state()
     assert (state["encoding"], state["at"]) == ("sinusoidal", 2048)
+    width_label = tab.text_content(f"label[for='{EXTRAPOLATION[1:]}-width']")
+    assert width_label.startswith("Model width d_model = 64"), width_label  # not a head's width
     largest(errors, check_extrapolation(state))
     assert int(np.argmax(state["dots"])) == 2048
     tab.select_option(f"{EXTRAPOLATION}-encoding", "rope")

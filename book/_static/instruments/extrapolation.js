@@ -296,7 +296,7 @@
       config.logFactor));
     var width = core.field(id + "-width", "Head width =", core.range(3, 7, 1, config.logHeadDim));
     var base = core.field(id + "-base", "base =", core.range(3, 6, 1, config.logBase));
-    var trained = core.field(id + "-trained", "Trained length L =", core.range(5, 12, 1,
+    var trained = core.field(id + "-trained", "Trained length L =", core.range(4, 12, 1,
       config.logTrained));
     var heads = core.field(id + "-heads", "ALiBi heads =", core.range(1, 16, 1, config.heads));
     var at = core.field(id + "-at", "Distance \u0394 =", core.range(0, 8 * Math.pow(2,
@@ -338,9 +338,11 @@
       heads.wrap.hidden = kind !== "alibi";
       var word = kind === "sinusoidal" ? "Position p" : "Distance \u0394";
       at.wrap.querySelector("label").firstChild.textContent = word + " =";
+      width.wrap.querySelector("label").firstChild.textContent =
+        kind === "sinusoidal" ? "Model width d_model =" : "Head width =";
       factor.output.value = String(s);
       factor.input.setAttribute("aria-valuetext", "factor " + s);  // the slider holds log2 s
-      width.output.value = kind === "sinusoidal" ? d + " (d_model)" : String(d);
+      width.output.value = String(d);
       width.input.setAttribute("aria-valuetext", "width " + d);
       base.output.value = grouped(b);
       base.input.setAttribute("aria-valuetext", "base " + grouped(b));
