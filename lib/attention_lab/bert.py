@@ -27,7 +27,7 @@ from attention_lab._validation import (
     check_real_above,
     check_token_ids,
 )
-from attention_lab.layers import EncoderLayer
+from attention_lab.layers import encoder_layers
 from attention_lab.masks import padding_mask
 
 __all__ = ["BertEncoderConfig", "BertEmbedding", "BertEncoder", "key_mask", "mean_pool"]
@@ -195,17 +195,8 @@ class BertEncoder(nn.Module):
             layer_norm_eps=config.layer_norm_eps,
             dropout=config.dropout,
         )
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                config.d_model,
-                config.num_heads,
-                config.d_ff,
-                dropout=config.dropout,
-                activation="gelu",
-                norm_first=False,
-                layer_norm_eps=config.layer_norm_eps,
-            )
-            for _ in range(config.num_layers)
+        self.layers = encoder_layers(
+            config, activation="gelu", norm_first=False, layer_norm_eps=config.layer_norm_eps
         )
 
     def forward(

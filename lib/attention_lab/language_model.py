@@ -37,7 +37,7 @@ from attention_lab._validation import (
 )
 from attention_lab.attention_config import AttentionConfig
 from attention_lab.caches import KVCache
-from attention_lab.layers import EncoderLayer, embed_tokens, token_embedding
+from attention_lab.layers import embed_tokens, encoder_layers, token_embedding
 from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
 
@@ -199,17 +199,8 @@ class DecoderLM(nn.Module):
             # One trained row per position, initialised at N(0, 1) like nn.Embedding's.
             self.position_embedding = nn.Embedding(config.max_len, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                config.d_model,
-                config.num_heads,
-                config.d_ff,
-                dropout=config.dropout,
-                activation=config.activation,
-                norm_first=True,
-                attention=config.attention,
-            )
-            for _ in range(config.num_layers)
+        self.layers = encoder_layers(
+            config, activation=config.activation, norm_first=True, attention=config.attention
         )
         self.final_norm = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size)

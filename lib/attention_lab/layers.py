@@ -51,6 +51,7 @@ __all__ = [
     "GatedFeedForward",
     "TransformerEncoder",
     "embed_tokens",
+    "encoder_layers",
     "token_embedding",
 ]
 
@@ -537,6 +538,29 @@ class DecoderLayer(nn.Module):
         return layer.train(module.training)
 
 
+def encoder_layers(config: ModelConfig, **options: Any) -> nn.ModuleList:
+    """The stack of an assembled model: ``config.num_layers`` :class:`EncoderLayer` blocks.
+
+    Every block has the config's ``d_model``, ``num_heads``, ``d_ff`` and ``dropout``; what
+    differs between the models (activation, norm placement, LayerNorm ``eps``, the attention's
+    options) comes in ``options``. The blocks are built one after another, so each draws its
+    initial weights from the global generator in turn.
+
+    Args:
+        config: A model's config with those five fields (e.g. :class:`EncoderConfig`).
+        **options: Further keyword arguments of :class:`EncoderLayer`.
+
+    Returns:
+        An ``nn.ModuleList`` of ``config.num_layers`` new layers.
+    """
+    return nn.ModuleList(
+        EncoderLayer(
+            config.d_model, config.num_heads, config.d_ff, dropout=config.dropout, **options
+        )
+        for _ in range(config.num_layers)
+    )
+
+
 def token_embedding(vocab_size: int, d_model: int) -> nn.Embedding:
     """A token embedding for :func:`embed_tokens`, its entries drawn from ``N(0, 1 / d_model)``.
 
@@ -662,17 +686,11 @@ class TransformerEncoder(nn.Module):
         self.positional = SinusoidalPositionalEncoding(
             config.d_model, config.max_len, dropout=config.dropout
         )
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                config.d_model,
-                config.num_heads,
-                config.d_ff,
-                dropout=config.dropout,
-                activation=config.activation,
-                norm_first=config.norm_first,
-                layer_norm_eps=config.layer_norm_eps,
-            )
-            for _ in range(config.num_layers)
+        self.layers = encoder_layers(
+            config,
+            activation=config.activation,
+            norm_first=config.norm_first,
+            layer_norm_eps=config.layer_norm_eps,
         )
         self.final_norm = (
             nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.norm_first else None
