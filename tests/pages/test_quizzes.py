@@ -412,20 +412,23 @@ def _qwen3_cache_bytes_per_token() -> float:
     return shape.cache_bytes(1)
 
 
-def _kv_head_of_query_head_13() -> float:
-    from attention_lab.attention import MultiHeadAttention
+def _multiply_adds_per_byte_read() -> float:
+    from attention_lab.caches import KVCache
 
+    # One decoding step: one new query per head against a full cache of T = 100 positions.
+    heads, kv_heads, width, held = 32, 8, 16, 100
     attention = MultiHeadAttention(
-        64, 32, config=AttentionConfig(num_kv_heads=8, head_dim=2)
-    ).eval()
-    with torch.no_grad():  # merged heads out unchanged: out_proj is the identity
-        attention.out_proj.weight.copy_(torch.eye(64))
-        attention.out_proj.bias.zero_()
-        q = torch.zeros(1, 32, 1, 2)  # [B, H, Tq, Dh]
-        k = torch.zeros(1, 8, 1, 2)  # [B, Hkv, Tk, Dh]
-        v = torch.arange(8.0)[None, :, None, None].expand(1, 8, 1, 2)  # value = its head's index
-        out, _ = attention.attend(q, k, v)  # [B, Tq, H * Dh]
-    return out.view(32, 2)[13, 0].item()  # what query head 13 read
+        heads * width, heads, config=AttentionConfig(num_kv_heads=kv_heads, head_dim=width)
+    )
+    cache = KVCache(1, kv_heads, width, held, dtype=torch.float16)  # [B, Hkv, T, Dh] twice
+    read = cache.keys.nbytes + cache.values.nbytes  # every held key and value, read once
+    q = torch.randn(1, heads, 1, width)  # [B, H, 1, Dh]
+    k, v = (attention.repeat_kv(t.float()) for t in (cache.keys, cache.values))  # [B, H, T, Dh]
+    with torch.no_grad(), FlopCounterMode(display=False) as count:
+        scaled_dot_product_attention(q, k, v)
+    multiply_adds = count.get_total_flops() / 2  # FlopCounterMode counts 2 per multiply-add
+    assert multiply_adds == 2 * heads * held * width  # q . k and the weighted sum of v
+    return multiply_adds / read
 
 
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
@@ -502,8 +505,8 @@ RECOMPUTE = {
     ("16_sharing_keys_and_values", "How many bytes does one token add"): (
         _qwen3_cache_bytes_per_token
     ),
-    ("16_sharing_keys_and_values", "Which key/value head does query head 13"): (
-        _kv_head_of_query_head_13
+    ("16_sharing_keys_and_values", "multiply-adds is that per byte read"): (
+        _multiply_adds_per_byte_read
     ),
     ("14_cross_attention_alignment", "spreads its cross-attention evenly"): (
         _uniform_alignment_share
@@ -574,6 +577,33 @@ def test_multiple_choice_has_exactly_one_correct_answer_and_feedback_for_each(
     assert [a["correct"] for a in answers].count(True) == 1
     assert all(isinstance(a["correct"], bool) for a in answers)
     assert all(a.get("feedback", "").strip() for a in answers), "every choice needs feedback"
+
+
+def correct_is_strictly_longest(question: dict) -> bool:
+    """Whether the correct choice of a multiple-choice question is longer than every other."""
+    lengths = [len(a["answer"]) for a in question["answers"]]
+    right = [a["correct"] for a in question["answers"]].index(True)
+    return lengths[right] > max(n for j, n in enumerate(lengths) if j != right)
+
+
+def test_length_does_not_give_the_multiple_choice_answer_away():
+    """Picking the longest choice must not pass a quiz.
+
+    Over all quizzes, at most 35% of the multiple-choice questions may have their correct
+    choice strictly the longest, and no quiz more than half of its own (1 of 3, 2 of 4).
+    """
+    counts = {}  # quiz stem -> (questions whose correct choice is longest, questions)
+    for path in FILES:
+        choice = [q for q in load(path) if q["type"] == "multiple_choice"]
+        counts[path.stem] = (sum(map(correct_is_strictly_longest, choice)), len(choice))
+    longest = sum(k for k, _ in counts.values())
+    total = sum(n for _, n in counts.values())
+    assert longest <= 0.35 * total, (
+        f"the correct choice is strictly the longest in {longest} of {total} "
+        f"multiple-choice questions ({longest / total:.0%}; at most 35%)"
+    )
+    crowded = {stem: f"{k} of {n}" for stem, (k, n) in counts.items() if k > n // 2}
+    assert not crowded, f"quizzes where the longest choice is mostly the correct one: {crowded}"
 
 
 @pytest.mark.parametrize(("path", "index", "question"), questions("numeric"))
