@@ -4,8 +4,7 @@ Each explorer takes tensors or arrays that a page has computed and returns a
 ``plotly.graph_objects.Figure`` whose controls (plotly buttons, dropdowns and sliders) switch
 between states that are all precomputed and stored in the figure, so the figure works in a
 static HTML page with no Python behind it. :func:`attention_lab.book.explorers.show` displays
-a figure in a page or a notebook (``interactive.show``, the name the pages use, is the same
-function). Like
+a figure in a page or a notebook. Like
 :mod:`attention_lab.plotting`, this module is pure: it imports no model code, and it changes no
 global setting of plotly.
 

@@ -361,7 +361,7 @@ def _figure_caption(page: Page, cell) -> str | None:
 
 
 EXPLORERS = ROOT / "book" / "explorers.yml"  # captions and text alternatives of the explorers
-EXPLORER_CALL = re.compile(r"""interactive\.show\(.*div_id\s*=\s*["']([^"']+)["']""", re.DOTALL)
+EXPLORER_CALL = re.compile(r"""explorers\.show\(.*div_id\s*=\s*["']([^"']+)["']""", re.DOTALL)
 
 
 def _interactive_entry(key: str, kind: str) -> dict:
