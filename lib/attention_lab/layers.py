@@ -538,7 +538,7 @@ class DecoderLayer(nn.Module):
         return layer.train(module.training)
 
 
-def encoder_layers(config: ModelConfig, **options: Any) -> nn.ModuleList:
+def encoder_layers(config: Any, **options: Any) -> nn.ModuleList:
     """The stack of an assembled model: ``config.num_layers`` :class:`EncoderLayer` blocks.
 
     Every block has the config's ``d_model``, ``num_heads``, ``d_ff`` and ``dropout``; what
@@ -547,7 +547,9 @@ def encoder_layers(config: ModelConfig, **options: Any) -> nn.ModuleList:
     initial weights from the global generator in turn.
 
     Args:
-        config: A model's config with those five fields (e.g. :class:`EncoderConfig`).
+        config: A model's config with those five fields and ``num_layers``:
+            :class:`EncoderConfig`, :class:`~attention_lab.bert.BertEncoderConfig` or
+            :class:`~attention_lab.language_model.DecoderConfig`.
         **options: Further keyword arguments of :class:`EncoderLayer`.
 
     Returns:
