@@ -30,7 +30,7 @@ LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not 
 STAGE  = $(PYTHON) tests/support/stages.py
 PYTEST = $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
-.PHONY: help venv node book runs test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
+.PHONY: help venv learner-env node book runs test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
@@ -86,6 +86,12 @@ lint: $(STAMP) $(NODE_STAMP)
 test-js: $(NODE_STAMP)
 	node --test tests/js/
 
+# The learner's environment (requirements-learn.txt alone), cached in ~/.cache/attention-lab/ by
+# its hash: make test builds it beside .venv (pip installs on one core each, so two at once take
+# the time of one); tests/runs/test_learner_environment.py reads it.
+learner-env:
+	$(PYTHON) tests/support/learner_env.py
+
 # Every page run the tests read (learners' notebooks, portability run, seed sweep, the rerun of
 # the book's seed; tests/support/runs.py declares them), executed two at a time into
 # _build/runs/, keyed by their inputs, so each is executed once and no test executes a page.
@@ -99,7 +105,7 @@ runs: book
 # The book is built with zero warnings, or it fails.
 test:
 	@$(STAGE) reset
-	@$(STAGE) run "venv" -- $(MAKE) --no-print-directory venv
+	@$(STAGE) run "venv, learner env beside it" -- $(MAKE) --no-print-directory -j2 venv learner-env
 	@$(STAGE) run "npm ci" -- $(MAKE) --no-print-directory node
 	@$(STAGE) run "lint" -- $(MAKE) --no-print-directory lint
 	@$(STAGE) run "node tests" -- $(MAKE) --no-print-directory test-js

@@ -11,8 +11,9 @@ CPU build) and the library's wheel, both from the site's ``_notebooks/``. Here:
   from the built site served on loopback (standing in for the published one, through
   ``ATTENTION_LAB_SITE``), and chapters 04 and 09 and lab 03 then run top to bottom.
 
-Building the environment takes about 3.5 minutes here, so it is cached in
-``~/.cache/attention-lab/`` by the hash of the requirements file (and the Python version); the
+Building the environment takes about three minutes here, so it is cached in
+``~/.cache/attention-lab/`` by the hash of the requirements file (and the Python version) by
+``support/learner_env.py``, which ``make test`` runs beside the creation of ``.venv``; the
 bootstrap runs in a new small virtual environment on top of it each time (a ``.pth`` file puts
 the cached packages on its path), so ``attention_lab`` is missing there every run. Timings are
 printed (``pytest -s``) and written to ``_build/learner_environment.json``; no test asserts one.
@@ -20,24 +21,23 @@ printed (``pytest -s``) and written to ``_build/learner_environment.json``; no t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from attention_book import notebook_converter
+from support import learner_env as learner_env_module
 from support.paths import ROOT
 
 pytestmark = pytest.mark.slow
 
 REQUIREMENTS = ROOT / notebook_converter.LEARN_REQUIREMENTS
-CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+CPU_INDEX = learner_env_module.CPU_INDEX
 MAX_BYTES = int(1.9 * 2**30)
 # The author's tools: none of these is imported by a notebook or needed by JupyterLab.
 AUTHOR_ONLY = {
@@ -83,35 +83,11 @@ def _pip_names(python: Path) -> set[str]:
     return {p["name"].lower().replace("_", "-") for p in json.loads(listed)}
 
 
-def _du(path: Path) -> int:
-    return int(
-        subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True).stdout.split()[0]
-    )
-
-
 @pytest.fixture(scope="module")
 def learner_env() -> dict:
-    """The cached environment built from requirements-learn.txt: its path, size and install time."""
-    text = REQUIREMENTS.read_text(encoding="utf-8")
-    key = hashlib.sha256(f"{sys.version_info[:2]}\n{text}".encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attention-lab"
-    env = cache / f"learner-venv-{key}"
-    record = env / "measured.json"
-    if not record.is_file():
-        subprocess.run(["rm", "-rf", str(env)], check=True)
-        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-        local = cache / f"requirements-{key}.txt"
-        # PyTorch's CPU index cannot be reached here; pip takes the CPU wheel from this machine.
-        local.write_text(text.replace(CPU_INDEX, ""), encoding="utf-8")
-        start = time.monotonic()
-        subprocess.run(
-            [str(env / "bin" / "python"), "-m", "pip", "install", "-q", "-r", str(local)],
-            check=True,
-        )
-        seconds = time.monotonic() - start
-        record.write_text(json.dumps({"install_seconds": round(seconds), "bytes": _du(env)}))
-    measured = json.loads(record.read_text())
-    return {"path": env, **measured}
+    """The cached environment built from requirements-learn.txt: its path, size and install time
+    (``make test`` builds it beside ``.venv``; built here if it is missing)."""
+    return learner_env_module.build()
 
 
 def test_the_requirements_name_pytorchs_cpu_index_and_pin_every_package():
