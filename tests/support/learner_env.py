@@ -34,16 +34,10 @@ def _cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attention-lab"
 
 
-def key(python: str = sys.executable) -> str:
-    """The hash of the requirements file and the Python version that builds the environment."""
-    version = subprocess.run(
-        [python, "-c", "import sys; print(tuple(sys.version_info[:2]))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+def key() -> str:
+    """The hash of the requirements file and of this Python's version (the environment's)."""
     text = REQUIREMENTS.read_text(encoding="utf-8")
-    return hashlib.sha256(f"{version}\n{text}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{sys.version_info[:2]}\n{text}".encode()).hexdigest()[:16]
 
 
 def _du(path: Path) -> int:
@@ -51,22 +45,23 @@ def _du(path: Path) -> int:
     return int(done.stdout.split()[0])
 
 
-def build(python: str = sys.executable) -> dict:
-    """The cached environment, built first if missing: ``{"path", "install_seconds", "bytes"}``.
+def build() -> dict:
+    """The cached environment, built first (by this Python) if missing:
+    ``{"path", "install_seconds", "bytes"}``.
 
     Under a file lock, so the background build that ``make test`` starts and a test that asks
     for the environment meanwhile never build it twice; a build that failed halfway leaves no
     ``measured.json`` and is redone."""
     cache = _cache()
     cache.mkdir(parents=True, exist_ok=True)
-    digest = key(python)
+    digest = key()
     env = cache / f"learner-venv-{digest}"
     record = env / "measured.json"
     with open(cache / f"learner-venv-{digest}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not record.is_file():
             shutil.rmtree(env, ignore_errors=True)
-            subprocess.run([python, "-m", "venv", str(env)], check=True)
+            subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
             local = cache / f"requirements-{digest}.txt"
             text = REQUIREMENTS.read_text(encoding="utf-8")
             local.write_text(text.replace(CPU_INDEX, ""), encoding="utf-8")
@@ -82,7 +77,7 @@ def build(python: str = sys.executable) -> dict:
 
 
 if __name__ == "__main__":
-    built = build(sys.argv[1] if len(sys.argv) > 1 else sys.executable)
+    built = build()
     print(
         f"learner environment: {built['path']} ({built['bytes'] / 2**20:.0f} MiB, "
         f"installed in {built['install_seconds']} s)"
