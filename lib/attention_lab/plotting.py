@@ -1,8 +1,9 @@
 """Figures of attention weights.
 
 Helpers here take tensors or arrays and return :class:`matplotlib.figure.Figure` objects.
-They are pure: they never call ``plt.show()``, never change matplotlib's or seaborn's
-global style, and import no model code, so any page can draw what any module returns.
+They are pure: they never call ``plt.show()``, never change matplotlib's global style, and
+import no model code, so any page can draw what any module returns. ``PALETTE`` holds the
+book's line colours; :func:`heatmap` draws any matrix, :func:`attention_heatmap` attention.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ import numbers
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 import torch
 from matplotlib.axes import Axes
-from matplotlib.colors import ListedColormap
+from matplotlib.colors import ListedColormap, Normalize, to_rgb, to_rgba_array
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Patch
 from matplotlib.ticker import MaxNLocator
@@ -22,13 +22,25 @@ from matplotlib.ticker import MaxNLocator
 from attention_lab._validation import as_float_array, check_int
 
 __all__ = [
+    "PALETTE",
     "attention_arcs",
     "attention_heatmap",
     "encoding_heatmap",
     "head_grid",
+    "heatmap",
     "mask_image",
     "model_head_grid",
 ]
+
+# The book's line colours as RGB in [0, 1]: seaborn's "colorblind" palette, written out so no
+# page imports seaborn (1.2 s per kernel, mostly scipy.stats). ``BLUE, ORANGE = PALETTE[:2]``.
+PALETTE: tuple[tuple[float, float, float], ...] = tuple(
+    to_rgb(code)
+    for code in (
+        "#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc",
+        "#ca9161", "#fbafe4", "#949494", "#ece133", "#56b4e9",
+    )
+)  # fmt: skip
 
 # Up to this many rows and columns the weights are printed in the cells; beyond it the
 # numbers no longer fit and only the colours are shown.
@@ -63,6 +75,70 @@ def _check_tokens(
             f"({array_name} is [Tq, Tk]: one row per query, one column per key)"
         )
     return labels
+
+
+def heatmap(
+    values: torch.Tensor | np.ndarray,
+    *,
+    ax: Axes,
+    cmap: str = "viridis",
+    vmin: float | None = None,
+    vmax: float | None = None,
+    annotate: str | np.ndarray | None = None,
+    row_labels: list[str] | None = None,
+    col_labels: list[str] | None = None,
+    hidden: np.ndarray | None = None,
+    square: bool = True,
+    colorbar: dict | None = None,
+):
+    """Draw a ``[rows, cols]`` matrix (tensor or array) as coloured cells into ``ax``, row 0
+    on top; return the colour bar (``None`` without one).
+
+    ``vmin``/``vmax`` end the colour scale (``None``: the smallest/largest value shown).
+    ``annotate`` prints a text in each cell, 10-point, dark on light cells and white on dark
+    ones (WCAG relative luminance above 0.408): a format string such as ``"{:.2f}"`` or
+    ``"{:d}"``, or an array of strings of the matrix's shape. ``row_labels``/``col_labels``
+    put one label per row/column at the cell centres (``None``: at most 20 positions).
+    ``hidden`` is a boolean array of the matrix's shape, ``True`` where a cell is left blank.
+    ``colorbar`` holds the keyword arguments of :meth:`~matplotlib.figure.Figure.colorbar`
+    (e.g. ``{"label": "weight", "location": "bottom"}``), ``None`` for no colour bar.
+
+    Raises:
+        TypeError: If ``values`` is not a tensor or array of numbers.
+        ValueError: If ``values`` is not 2-D or is empty, or a label list, ``hidden`` or an
+            array of annotations does not match its shape.
+    """
+    array = as_float_array(values, "values", "[rows, cols]", {})
+    num_rows, num_cols = array.shape
+    row_labels = _check_tokens(row_labels, "row_labels", num_rows, "rows", "values")
+    col_labels = _check_tokens(col_labels, "col_labels", num_cols, "columns", "values")
+    hidden = np.zeros(array.shape, bool) if hidden is None else np.asarray(hidden, bool)
+    if hidden.shape != array.shape:
+        raise ValueError(f"hidden has shape {hidden.shape}, values has {array.shape}")
+    mesh = ax.pcolormesh(np.ma.masked_where(hidden, array), cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.set_xlim(0, num_cols)
+    ax.set_ylim(num_rows, 0)  # row 0 on top, as in a printed matrix
+    if square:
+        ax.set_aspect("equal")
+    ax.spines[:].set_visible(False)
+    ax.set_xticks(*_tick_positions(num_cols, col_labels))
+    ax.set_yticks(*_tick_positions(num_rows, row_labels))
+    if isinstance(annotate, str):
+        as_int = annotate.endswith("d}")
+        annotate = [[annotate.format(int(v) if as_int else v) for v in row] for row in array]
+    if annotate is not None:
+        texts = np.asarray(annotate, dtype=str)
+        if texts.shape != array.shape:
+            raise ValueError(f"annotate has shape {texts.shape}, values has {array.shape}")
+        rgb = to_rgba_array(plt.get_cmap(cmap)(Normalize(*mesh.get_clim())(array)).reshape(-1, 4))
+        linear = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+        light = linear[:, :3] @ np.array([0.2126, 0.7152, 0.0722]) > 0.408
+        for (row, col), text in np.ndenumerate(texts):
+            if not hidden[row, col]:
+                colour = "0.15" if light[row * num_cols + col] else "white"
+                ax.text(col + 0.5, row + 0.5, text, ha="center", va="center", fontsize=10,
+                        color=colour)  # fmt: skip
+    return None if colorbar is None else ax.figure.colorbar(mesh, ax=ax, **colorbar)
 
 
 def attention_heatmap(
@@ -133,20 +209,16 @@ def attention_heatmap(
     else:
         fig = ax.figure
 
-    sns.heatmap(
+    heatmap(
         array,
         ax=ax,
         vmin=0.0,
         vmax=vmax,
         cmap=cmap,
-        square=True,
-        annot=annotate,
-        fmt=".2f",
-        annot_kws={"fontsize": 10},
-        # Without tokens, seaborn labels positions and thins the ticks of long sequences.
-        xticklabels="auto" if col_labels is None else col_labels,
-        yticklabels="auto" if row_labels is None else row_labels,
-        cbar_kws={"label": "attention weight"},
+        annotate="{:.2f}" if annotate else None,
+        row_labels=row_labels,
+        col_labels=col_labels,
+        colorbar={"label": "attention weight"},
     )
     if col_labels is not None and max(len(label) for label in col_labels) > 4:
         plt.setp(ax.get_xticklabels(), rotation=45, ha="right", rotation_mode="anchor")
@@ -284,8 +356,6 @@ def head_grid(
     angle = 90 if num_keys > 12 else 45
     for head, ax in enumerate(axes):
         col = head % ncols
-        # Drawn with pcolormesh rather than seaborn, whose heatmap redraws the whole figure
-        # once per call (to check tick overlap): quadratic in the number of heads.
         ax.pcolormesh(array[head], cmap=cmap, vmin=0.0, vmax=vmax)
         ax.set_xlim(0, num_keys)
         ax.set_ylim(num_queries, 0)  # query 0 on top, as in a printed matrix

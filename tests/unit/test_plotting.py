@@ -837,3 +837,28 @@ def test_model_head_grid_rejects_a_layer_the_weights_do_not_have(layer, error):
 def test_model_head_grid_needs_four_axes():
     with pytest.raises(ValueError, match=r"\[L, H, T, T\]"):
         plotting.model_head_grid(torch.rand(2, 4, 4))
+
+
+def test_heatmap_hides_cells_and_picks_readable_text():
+    fig, ax = plt.subplots()
+    values = np.array([[0.0, 1.0], [1.0, 0.0]])
+    hidden = np.array([[False, False], [False, True]])
+    plotting.heatmap(values, ax=ax, vmin=0, vmax=1, annotate="{:.1f}", hidden=hidden)
+    texts = {(t.get_position(), t.get_text()): t.get_color() for t in ax.texts}
+    # viridis is dark at 0 and yellow at 1: white text on the first, dark text on the second
+    assert texts == {((0.5, 0.5), "0.0"): "white", ((1.5, 0.5), "1.0"): "0.15",
+                     ((0.5, 1.5), "1.0"): "0.15"}  # fmt: skip
+    assert np.ma.getmaskarray(ax.collections[0].get_array()).reshape(2, 2).tolist() == (
+        hidden.tolist()
+    )
+    assert ax.get_ylim() == (2.0, 0.0)  # row 0 on top
+
+
+def test_heatmap_rejects_mismatched_shapes():
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="hidden has shape"):
+        plotting.heatmap(np.zeros((2, 3)), ax=ax, hidden=np.zeros((3, 2), bool))
+    with pytest.raises(ValueError, match="annotate has shape"):
+        plotting.heatmap(np.zeros((2, 3)), ax=ax, annotate=np.array([["a"]]))
+    with pytest.raises(ValueError, match="row_labels has 1 tokens"):
+        plotting.heatmap(np.zeros((2, 3)), ax=ax, row_labels=["a"])
