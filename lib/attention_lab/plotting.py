@@ -100,7 +100,7 @@ def heatmap(
     ``"{:d}"``, or an array of strings of the matrix's shape. ``row_labels``/``col_labels``
     put one label per row/column at the cell centres (``None``: at most 20 positions).
     ``hidden`` is a boolean array of the matrix's shape, ``True`` where a cell is left blank.
-    ``colorbar`` holds the keyword arguments of :meth:`~matplotlib.figure.Figure.colorbar`
+    ``colorbar`` holds the keyword arguments of ``Figure.colorbar``
     (e.g. ``{"label": "weight", "location": "bottom"}``), ``None`` for no colour bar.
 
     Raises:
