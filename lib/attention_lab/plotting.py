@@ -99,7 +99,7 @@ def heatmap(
     ones (WCAG relative luminance above 0.408): a format string such as ``"{:.2f}"`` or
     ``"{:d}"``, or an array of strings of the matrix's shape. ``row_labels``/``col_labels``
     put one label per row/column at the cell centres (``None``: at most 20 positions).
-    ``hidden`` is a boolean array of the matrix's shape, ``True`` where a cell is left blank.
+    ``hidden``: boolean, of the matrix's shape, ``True`` where a cell is left blank (as NaN are).
     ``colorbar`` holds the keyword arguments of ``Figure.colorbar``
     (e.g. ``{"label": "weight", "location": "bottom"}``), ``None`` for no colour bar.
 
@@ -115,9 +115,9 @@ def heatmap(
     hidden = np.zeros(array.shape, bool) if hidden is None else np.asarray(hidden, bool)
     if hidden.shape != array.shape:
         raise ValueError(f"hidden has shape {hidden.shape}, values has {array.shape}")
+    hidden = hidden | np.isnan(array)  # NaN cells are left blank, never coloured or printed
     mesh = ax.pcolormesh(np.ma.masked_where(hidden, array), cmap=cmap, vmin=vmin, vmax=vmax)
-    ax.set_xlim(0, num_cols)
-    ax.set_ylim(num_rows, 0)  # row 0 on top, as in a printed matrix
+    ax.set(xlim=(0, num_cols), ylim=(num_rows, 0))  # row 0 on top, as in a printed matrix
     if square:
         ax.set_aspect("equal")
     ax.spines[:].set_visible(False)

@@ -862,3 +862,10 @@ def test_heatmap_rejects_mismatched_shapes():
         plotting.heatmap(np.zeros((2, 3)), ax=ax, annotate=np.array([["a"]]))
     with pytest.raises(ValueError, match="row_labels has 1 tokens"):
         plotting.heatmap(np.zeros((2, 3)), ax=ax, row_labels=["a"])
+
+
+def test_heatmap_leaves_nan_cells_blank():
+    fig, ax = plt.subplots()
+    plotting.heatmap(np.array([[np.nan, 0.5]]), ax=ax, annotate="{:.2f}")
+    assert [t.get_text() for t in ax.texts] == ["0.50"]
+    assert np.ma.getmaskarray(ax.collections[0].get_array()).ravel().tolist() == [True, False]
