@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
-from matplotlib.colors import ListedColormap, Normalize, to_rgb, to_rgba_array
+from matplotlib.colors import ListedColormap, Normalize, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Patch
 from matplotlib.ticker import MaxNLocator
@@ -96,8 +96,8 @@ def heatmap(
 
     ``vmin``/``vmax`` end the colour scale (``None``: the smallest/largest value shown).
     ``annotate`` prints a text in each cell, 10-point, dark on light cells and white on dark
-    ones (WCAG relative luminance above 0.408): a format string such as ``"{:.2f}"`` or
-    ``"{:d}"``, or an array of strings of the matrix's shape. ``row_labels``/``col_labels``
+    ones (WCAG relative luminance above 0.408): a format string for a float such as
+    ``"{:.2f}"``, or an array of strings of the matrix's shape. ``row_labels``/``col_labels``
     put one label per row/column at the cell centres (``None``: at most 20 positions).
     ``hidden``: boolean, of the matrix's shape, ``True`` where a cell is left blank (as NaN are).
     ``colorbar`` holds the keyword arguments of ``Figure.colorbar``
@@ -124,18 +124,17 @@ def heatmap(
     ax.set_xticks(*_tick_positions(num_cols, col_labels))
     ax.set_yticks(*_tick_positions(num_rows, row_labels))
     if isinstance(annotate, str):
-        as_int = annotate.endswith("d}")
-        annotate = [[annotate.format(int(v) if as_int else v) for v in row] for row in array]
+        annotate = [[annotate.format(value) for value in row] for row in array]
     if annotate is not None:
         texts = np.asarray(annotate, dtype=str)
         if texts.shape != array.shape:
             raise ValueError(f"annotate has shape {texts.shape}, values has {array.shape}")
-        rgb = to_rgba_array(plt.get_cmap(cmap)(Normalize(*mesh.get_clim())(array)).reshape(-1, 4))
+        rgb = plt.get_cmap(cmap)(Normalize(*mesh.get_clim())(array))[..., :3]  # [rows, cols, 3]
         linear = np.where(rgb <= 0.03928, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
-        light = linear[:, :3] @ np.array([0.2126, 0.7152, 0.0722]) > 0.408
+        light = linear @ np.array([0.2126, 0.7152, 0.0722]) > 0.408
         for (row, col), text in np.ndenumerate(texts):
             if not hidden[row, col]:
-                colour = "0.15" if light[row * num_cols + col] else "white"
+                colour = "0.15" if light[row, col] else "white"
                 ax.text(col + 0.5, row + 0.5, text, ha="center", va="center", fontsize=10,
                         color=colour)  # fmt: skip
     return None if colorbar is None else ax.figure.colorbar(mesh, ax=ax, **colorbar)
@@ -356,11 +355,7 @@ def head_grid(
     angle = 90 if num_keys > 12 else 45
     for head, ax in enumerate(axes):
         col = head % ncols
-        ax.pcolormesh(array[head], cmap=cmap, vmin=0.0, vmax=vmax)
-        ax.set_xlim(0, num_keys)
-        ax.set_ylim(num_queries, 0)  # query 0 on top, as in a printed matrix
-        ax.set_aspect("equal")
-        ax.spines[:].set_visible(False)
+        heatmap(array[head], ax=ax, cmap=cmap, vmin=0.0, vmax=vmax)
         ax.set_title(titles[head])
         # Labels go on the outer panels only: the lowest panel of each column and the first
         # column.
