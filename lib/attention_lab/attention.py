@@ -322,22 +322,7 @@ class MultiHeadAttention(nn.Module):
             raise TypeError(
                 f"config must be None or an AttentionConfig, got {type(config).__name__}"
             )
-        head_dim = config.head_dim
-        if head_dim is None:
-            if d_model % num_heads != 0:
-                raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-            head_dim = d_model // num_heads
-        num_kv_heads = num_heads if config.num_kv_heads is None else config.num_kv_heads
-        if num_heads % num_kv_heads != 0:
-            raise ValueError(
-                f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each "
-                "key/value head must serve the same number of query heads"
-            )
-        if config.rope_layout is not None and head_dim % 2:
-            raise ValueError(
-                f"a rotary embedding rotates feature pairs and needs an even head_dim, "
-                f"got {head_dim} (d_model // num_heads = {d_model} // {num_heads})"
-            )
+        head_dim, num_kv_heads = config.layer_shape(d_model, num_heads)
         check_bool(bias, "bias")
         check_probability(dropout, "dropout")
         self.config = config
@@ -362,6 +347,10 @@ class MultiHeadAttention(nn.Module):
                 scaling=config.rope_scaling,
             )
         self.sink_logits = nn.Parameter(torch.zeros(num_heads)) if config.sinks else None
+        # ALiBi's bias for the last (Tq, Tk, device, dtype) seen, built once per shape rather
+        # than at every forward pass (a plain attribute, as RotaryEmbedding keeps its
+        # frequencies: not in the state dict, since it is a function of the shape alone).
+        self._alibi: tuple[tuple, torch.Tensor] | None = None
 
     def forward(
         self,
@@ -534,7 +523,8 @@ class MultiHeadAttention(nn.Module):
     def score_modifiers(self, q: torch.Tensor, k: torch.Tensor) -> ScoreModifiers | None:
         """The changes to the scores that the config asks for, or ``None`` (Parts I to V).
 
-        ALiBi's bias for queries at the last ``Tq`` of the ``Tk`` positions (as with a cache),
+        ALiBi's bias (built once per shape and kept) for queries at the last ``Tq`` of the
+        ``Tk`` positions (as with a cache),
         the sink logits and the softcap, as
         :class:`~attention_lab.score_modifiers.ScoreModifiers`.
 
@@ -551,8 +541,11 @@ class MultiHeadAttention(nn.Module):
             return None
         bias = None
         if config.alibi:
-            q_len, kv_len = q.shape[-2], k.shape[-2]
-            bias = alibi_bias(self.num_heads, q_len, kv_len).to(q.device, q.dtype)  # [H, Tq, Tk]
+            shape = (q.shape[-2], k.shape[-2], q.device, q.dtype)
+            if self._alibi is None or self._alibi[0] != shape:
+                built = alibi_bias(self.num_heads, shape[0], shape[1]).to(q.device, q.dtype)
+                self._alibi = (shape, built)  # [H, Tq, Tk]
+            bias = self._alibi[1]
         return ScoreModifiers(softcap=config.softcap, bias=bias, sink_logits=self.sink_logits)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:

@@ -123,3 +123,40 @@ class AttentionConfig:
             check_real_above(self.softcap, "softcap", 0)
             object.__setattr__(self, "softcap", float(self.softcap))
         object.__setattr__(self, "rope_base", float(self.rope_base))
+
+    def layer_shape(self, d_model: int, num_heads: int) -> tuple[int, int]:
+        """The head width and the number of key/value heads of a layer of this config.
+
+        The one place the rules that need the layer's width are checked, for
+        :class:`~attention_lab.attention.MultiHeadAttention` and for the model configs that
+        build it (a :class:`~attention_lab.language_model.DecoderConfig` raises when made).
+
+        Args:
+            d_model: The layer's width ``D``, a positive int.
+            num_heads: Its query heads ``H``, a positive int.
+
+        Returns:
+            ``(head_dim, num_kv_heads)``: ``head_dim``, or ``D // H`` when it is ``None``;
+            ``num_kv_heads``, or ``H`` when it is ``None``.
+
+        Raises:
+            ValueError: If ``D`` is not divisible by ``H`` (with no ``head_dim``), ``H`` not by
+                ``num_kv_heads``, or a rotary embedding gets an odd head width.
+        """
+        head_dim = self.head_dim
+        if head_dim is None:
+            if d_model % num_heads != 0:
+                raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+            head_dim = d_model // num_heads
+        num_kv_heads = num_heads if self.num_kv_heads is None else self.num_kv_heads
+        if num_heads % num_kv_heads != 0:
+            raise ValueError(
+                f"num_heads={num_heads} is not divisible by num_kv_heads={num_kv_heads}: each "
+                "key/value head must serve the same number of query heads"
+            )
+        if self.rope_layout is not None and head_dim % 2:
+            raise ValueError(
+                f"a rotary embedding rotates feature pairs and needs an even head_dim, "
+                f"got {head_dim} (d_model // num_heads = {d_model} // {num_heads})"
+            )
+        return head_dim, num_kv_heads

@@ -127,11 +127,7 @@ class DecoderConfig(ModelConfig):
         attention = self.attention
         if not isinstance(attention, AttentionConfig):
             raise TypeError(f"attention must be an AttentionConfig, got {type(attention).__name__}")
-        if attention.num_kv_heads is not None and self.num_heads % attention.num_kv_heads:
-            raise ValueError(
-                f"num_heads={self.num_heads} is not divisible by "
-                f"num_kv_heads={attention.num_kv_heads}"
-            )
+        attention.layer_shape(self.d_model, self.num_heads)  # the layers' own checks, now
         inside = (
             "a rotary embedding"
             if attention.rope_layout is not None

@@ -453,3 +453,19 @@ def test_multi_head_attention_with_alibi_adds_the_bias_and_decodes_with_a_cache(
         cache = KVCache(2, 2, 4, 7)
         steps = [decode_step(attention, x[:, t : t + 1], cache)[0] for t in range(7)]
     torch.testing.assert_close(torch.cat(steps, dim=1), output)
+
+
+def test_a_layer_builds_alibi_s_bias_once_per_shape():
+    """Training calls a layer with one shape thousands of times: the bias is built at the first
+    call and reused (the same tensor, equal to a fresh ``alibi_bias``), and rebuilt when the
+    lengths or the dtype change, as in decoding, where Tk grows by one at every step."""
+    attention = MultiHeadAttention(16, 4, config=AttentionConfig(alibi=True))
+    q, k = torch.randn(1, 4, 5, 4), torch.randn(1, 4, 5, 4)
+    first = attention.score_modifiers(q, k).bias
+    assert attention.score_modifiers(q, k).bias is first
+    assert torch.equal(first, alibi_bias(4, 5, 5).float())
+    longer = attention.score_modifiers(q[:, :, :1], torch.randn(1, 4, 9, 4)).bias
+    assert torch.equal(longer, alibi_bias(4, 1, 9).float())
+    doubled = attention.score_modifiers(q.double(), k.double()).bias
+    assert doubled.dtype == torch.float64 and torch.equal(doubled, alibi_bias(4, 5, 5))
+    assert "_alibi" not in str(attention.state_dict().keys())
