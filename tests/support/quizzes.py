@@ -38,22 +38,45 @@ def type_number(page, box, value) -> None:
     box.press("Enter")
 
 
+# What check_feedback reads of a feedback element, in one round trip to the page (a quiz has up
+# to a dozen answers to check; read attribute by attribute they took about a second a quiz), once
+# the element carries the class expected (looked at every 20 ms, for at most 10 s; if it never
+# does, the class check below names what it has). Visible as Playwright means it: a box of some
+# size, not visibility:hidden.
+_FEEDBACK_STATE = """(el, expected) => new Promise((resolve) => {
+    const start = performance.now();
+    const look = () => {
+        if (!el.classList.contains(expected) && performance.now() - start < 10000) {
+            setTimeout(look, 20);
+            return;
+        }
+        const box = el.getBoundingClientRect();
+        resolve({classes: [...el.classList], role: el.getAttribute('role'),
+                 visible: box.width > 0 && box.height > 0
+                     && getComputedStyle(el).visibility !== 'hidden',
+                 marker: getComputedStyle(el, '::before').content, text: el.innerText});
+    };
+    look();
+})"""
+
+
 def check_feedback(feedback, expected_class: str, text: str) -> None:
-    classes = feedback.get_attribute("class").split()
+    state = feedback.evaluate(_FEEDBACK_STATE, expected_class)
+    classes = state["classes"]
     assert expected_class in classes, f"feedback is {classes}, expected {expected_class}"
-    assert feedback.is_visible()
+    assert state["visible"]
     # Not by colour alone: a tick or a cross before the feedback, spoken as a word.
-    marker = feedback.evaluate("(el) => getComputedStyle(el, '::before').content")
+    marker = state["marker"]
     symbol, spoken = (
         ("\u2713", "Correct.") if expected_class == "correct" else ("\u2717", "Incorrect.")
     )
     assert symbol in marker and spoken in marker, marker
-    assert feedback.get_attribute("role") == "status"
+    assert state["role"] == "status"
     shown = plain(text)
     if shown is not None:
-        assert feedback.inner_text().strip() == shown.strip()
+        assert state["text"].strip() == shown.strip()
     else:
-        assert feedback.inner_text().strip()
+        assert state["text"].strip()
 
 
 def a_number_in(answer: dict) -> float:
@@ -117,7 +140,9 @@ def grade(page, quiz_file: Path) -> None:
 def _button_with_feedback(wrapper, feedback: str):
     """The answer button whose data-feedback is ``feedback`` (answers are shuffled)."""
     buttons = wrapper.locator("label.MCButton")
-    for i in range(buttons.count()):
-        if buttons.nth(i).get_attribute("data-feedback") == feedback:
-            return buttons.nth(i)
-    raise AssertionError(f"no answer button with feedback {feedback!r}")
+    index = buttons.evaluate_all(
+        "(els, f) => els.findIndex((e) => e.dataset.feedback === f)", feedback
+    )
+    if index < 0:
+        raise AssertionError(f"no answer button with feedback {feedback!r}")
+    return buttons.nth(index)
