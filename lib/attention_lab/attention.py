@@ -541,10 +541,10 @@ class MultiHeadAttention(nn.Module):
             return None
         bias = None
         if config.alibi:
-            shape = (q.shape[-2], k.shape[-2], q.device, q.dtype)
-            if self._alibi is None or self._alibi[0] != shape:
-                built = alibi_bias(self.num_heads, shape[0], shape[1]).to(q.device, q.dtype)
-                self._alibi = (shape, built)  # [H, Tq, Tk]
+            key = (q.shape[-2], k.shape[-2], q.device, q.dtype)  # Tq, Tk, where, in what
+            if self._alibi is None or self._alibi[0] != key:
+                built = alibi_bias(self.num_heads, key[0], key[1]).to(q.device, q.dtype)
+                self._alibi = (key, built)  # [H, Tq, Tk]
             bias = self._alibi[1]
         return ScoreModifiers(softcap=config.softcap, bias=bias, sink_logits=self.sink_logits)
 

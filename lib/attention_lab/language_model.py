@@ -127,7 +127,7 @@ class DecoderConfig(ModelConfig):
         attention = self.attention
         if not isinstance(attention, AttentionConfig):
             raise TypeError(f"attention must be an AttentionConfig, got {type(attention).__name__}")
-        attention.layer_shape(self.d_model, self.num_heads)  # the layers' own checks, now
+        attention.layer_shape(self.d_model, self.num_heads)  # the layers' width checks, when made
         inside = (
             "a rotary embedding"
             if attention.rope_layout is not None
