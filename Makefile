@@ -28,7 +28,10 @@ LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not 
 
 # The stage table make test ends with (standard library only: it also times the venv's creation).
 STAGE  = $(PYTHON) tests/support/stages.py
-PYTEST = $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
+# Two pytest workers on two cores: torch's OpenMP threads wait without spinning, so neither
+# worker's idle threads hold the core the other needs (library tests: 115 s -> 52 s on the
+# 2-core machine; no result changes). tests/support/numerics.py sets the same for page runs.
+PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
 .PHONY: help venv learner-env node book runs test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 
