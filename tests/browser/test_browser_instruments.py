@@ -952,7 +952,7 @@ def test_composer_from_the_keyboard_with_other_settings(composer_page):
     assert not state["documents"]
     weights = check_composer(state)
     assert np.triu(weights, 1).max() == 0  # no query sees a later key
-    assert "takes back the prefix's look-ahead" in state["status"]
+    assert "takes back the prefix's look-ahead: P changes nothing" in state["status"]
     # Without the window the prefix sees itself whole.
     tab.focus(f"{COMPOSER}-window")
     tab.keyboard.press("Space")
@@ -979,8 +979,16 @@ def test_composer_from_the_keyboard_with_other_settings(composer_page):
     tab.click(f"{COMPOSER} .instrument-button")  # resample: seed 42
     state = composer_page.state()
     assert (state["seed"], state["length"], state["documentLengths"]) == (42, 12, [5, 4, 3])
+    assert "cut at" not in state["status"]
     state["lengths"] = state["lengthsText"]
     check_composer(state)
+    # Documents longer than the sequence are cut at T, and the status says so.
+    tab.fill(f"{COMPOSER}-lengths", "5, 9")
+    state = composer_page.state()
+    assert state["documentLengths"] == [5, 7]
+    cut = "add up to 14, more than the 12 positions: the documents are cut at 12"
+    assert cut in state["status"]
+    tab.fill(f"{COMPOSER}-lengths", "5, 4")
     # A mistake in the lengths is said, and nothing is recomputed until it is mended.
     runs = state["runs"]
     tab.fill(f"{COMPOSER}-lengths", "5,-1")

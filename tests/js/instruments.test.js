@@ -33,6 +33,9 @@ test("parseLengths: the documents of T positions, cut at T, the rest one more", 
   assert.deepEqual(Array.from(composer.parseLengths("3,2,4", 9).ids), [0, 0, 0, 1, 1, 2, 2, 2, 2]);
   assert.deepEqual(composer.parseLengths("3,2,4", 6).lengths, [3, 2, 1]);
   assert.deepEqual(composer.parseLengths(" 2 2 ", 6).lengths, [2, 2, 2]);
+  // What was typed is kept, so the page can say the documents were cut.
+  assert.equal(composer.parseLengths("3,2,4", 6).typed, 9);
+  assert.equal(composer.parseLengths("2 2", 6).typed, 4);
   for (const wrong of ["", "3,x", "0,2", "2.5", "-1"]) {
     assert.ok(composer.parseLengths(wrong, 6).error, wrong);
   }

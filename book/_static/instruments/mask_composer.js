@@ -23,7 +23,8 @@
   };
 
   // Document lengths typed by the reader ("3,2,4" or "3 2 4") -> the document of each of the T
-  // positions. Lengths past T are cut; positions after the last length form one more document.
+  // positions. Lengths past T are cut (``typed`` is then their sum, more than T, for the page to
+  // say so); positions after the last length form one more document.
   function parseLengths(text, T) {
     var parts = String(text).split(/[\s,;]+/).filter(function (p) { return p !== ""; });
     if (parts.length === 0) return { error: "Type the documents' lengths, e.g. 3,2,4." };
@@ -35,7 +36,8 @@
       }
       lengths.push(Number(parts[k]));
     }
-    var ids = new Int32Array(T), used = [], p = 0;
+    var ids = new Int32Array(T), used = [], p = 0, typed = 0;
+    for (k = 0; k < lengths.length; k++) typed += lengths[k];
     for (k = 0; k < lengths.length && p < T; k++) {
       var n = Math.min(lengths[k], T - p);
       for (var i = 0; i < n; i++) ids[p + i] = k;
@@ -46,7 +48,7 @@
       for (i = p; i < T; i++) ids[i] = used.length;
       used.push(T - p);
     }
-    return { ids: ids, lengths: used };
+    return { ids: ids, lengths: used, typed: typed };
   }
 
   function maskOf(T, rule) {
@@ -198,11 +200,16 @@
         T * T + " query\u2013key pairs may attend. ";
     if (state.documents) {
       text += "Documents of lengths " + state.documentLengths.join(", ") + ". ";
+      if (state.documentsTyped > T) {
+        text += "The lengths typed add up to " + state.documentsTyped + ", more than the " + T +
+          " positions: the documents are cut at " + T + ". ";
+      }
     }
     if (state.order === "prefix" && (state.window || state.documents)) {
-      text += "The " + (state.window && state.documents ? "window and the document mask are"
-        : state.window ? "window is" : "document mask is") + " causal itself, so AND takes " +
-        "back the prefix's look-ahead. ";
+      var both = state.window && state.documents;
+      text += "The " + (both ? "window and the document mask never let" : state.window
+        ? "window never lets" : "document mask never lets") + " a query see a later key, so " +
+        "AND takes back the prefix's look-ahead: P changes nothing here. ";
     }
     var rows = state.emptyRows;
     if (rows.length === 0) {
@@ -323,7 +330,8 @@
         prefix: Number(prefix.input.value), padding: padding.input.checked,
         pads: Number(pads.input.value), side: side.input.value, window: windowOn.input.checked,
         windowSize: Number(windowSize.input.value), documents: documents.input.checked,
-        documentIds: parsed.ids || new Int32Array(T), documentLengths: parsed.lengths || [] });
+        documentIds: parsed.ids || new Int32Array(T), documentLengths: parsed.lengths || [],
+        documentsTyped: parsed.typed || 0 });
       Object.assign(state, result);
       state.runs += 1;
 
