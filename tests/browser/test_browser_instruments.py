@@ -989,6 +989,8 @@ def test_composer_from_the_keyboard_with_other_settings(composer_page):
     cut = "add up to 14, more than the 12 positions: the documents are cut at 12"
     assert cut in state["status"]
     tab.fill(f"{COMPOSER}-lengths", "5, 4")
+    state = composer_page.state()
+    assert state["documentLengths"] == [5, 4, 3]
     # A mistake in the lengths is said, and nothing is recomputed until it is mended.
     runs = state["runs"]
     tab.fill(f"{COMPOSER}-lengths", "5,-1")
