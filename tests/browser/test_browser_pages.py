@@ -219,7 +219,11 @@ def test_the_page_in_the_light_theme(recorded, html_dir, path):
     assert not found.get("cut"), "\n".join(found.get("cut", []))
     unsaid = [
         f"at {width} px, {t['table']}: "
-        + ("scrolls sideways and no line says so" if t["scrolls"] else "fits, yet a line says it scrolls")
+        + (
+            "scrolls sideways and no line says so"
+            if t["scrolls"]
+            else "fits, yet a line says it scrolls"
+        )
         for width, tables in found["tables"].items()
         for t in tables
         if t["scrolls"] != t["hinted"]

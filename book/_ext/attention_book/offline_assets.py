@@ -21,6 +21,9 @@ every page, and MathJax alone would add a hundred scripts to each.
 
 plotly.js is linked only from pages whose body contains a plotly figure (Sphinx itself links
 MathJax only from pages with math).
+
+The book's own static files (``book/_static``) are copied again where they changed even when no
+page was rewritten, which Sphinx skips (``refresh_own_static``).
 """
 
 from __future__ import annotations
@@ -239,8 +242,43 @@ def _check_sources(app: Sphinx) -> None:
         )
 
 
+def refresh_own_static(source: Path, static: Path) -> list[str]:
+    """Copy each file under ``source`` (the book's own ``html_static_path``) whose bytes differ
+    from its copy under ``static`` (``<outdir>/_static``); the relative paths copied.
+
+    Sphinx copies the static files only when it writes a page: after an edit to
+    ``custom.css`` or a script alone, ``jupyter-book build .`` finds "no targets out of date" and
+    would serve the old copy."""
+    copied = []
+    for src in sorted(p for p in source.rglob("*") if p.is_file()):
+        dst = static / src.relative_to(source)
+        if dst.is_file() and dst.read_bytes() == src.read_bytes():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+        copied.append(str(src.relative_to(source)))
+    return copied
+
+
+def _refresh_static(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for folder in app.config.html_static_path:
+        if Path(folder).is_absolute():  # an extension's own (copybutton's): Sphinx's to copy
+            continue
+        copied = refresh_own_static(Path(app.confdir) / folder, static)
+        if copied:
+            logger.info(
+                "offline_assets: %d changed static file(s) copied: %s",
+                len(copied),
+                ", ".join(copied),
+            )
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _check_sources)
+    app.connect("build-finished", _refresh_static)
     app.connect("html-page-context", _plotly_where_needed)
     app.connect("build-finished", _copy_assets)
     return {"version": "1.1", "parallel_read_safe": True, "parallel_write_safe": True}
