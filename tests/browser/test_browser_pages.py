@@ -51,13 +51,14 @@ BROKEN_IMAGES = """() => [...document.images].filter(i => !(i.complete && i.natu
 # Every table in the article: whether it scrolls sideways in its box, and whether the line that
 # says so (book/_static/focusable_scroll.js) is shown; read two frames after a resize, when the
 # script's ResizeObserver has run.
-TABLES = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => done(
-    [...document.querySelectorAll('.bd-article table')].map((table, i) => {
+TABLES = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() =>
+    done([...document.querySelectorAll('.bd-article table')].map((table, i) => {
         const line = table.previousElementSibling;
         return {
             table: `${table.closest('section[id]')?.id ?? ''} table ${i + 1}`,
             scrolls: table.scrollWidth > table.clientWidth + 1,
-            hinted: !!line && line.classList.contains('table-scroll-hint') && line.offsetParent !== null,
+            hinted: !!line && line.classList.contains('table-scroll-hint')
+                && line.offsetParent !== null,
         };
     })))))"""
 QUIZZES_DRAWN = (
