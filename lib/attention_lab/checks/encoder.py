@@ -472,7 +472,8 @@ def check_encoder_layer(fn: Callable) -> None:
     ``dropout_on_residual_sum``, ``dropout_after_norm``, ``dropout_missing``,
     ``dropouts_swapped``, ``dropout_on_sublayer_input``, ``arrangements_mixed``,
     ``feed_forward_residual_from_input``, ``norm2_used_twice``, ``same_dropout_twice``,
-    ``mask_polarity``, ``mask_passed_by_position``, ``sum_before_norm1_reused``, ``pair_swapped``,
+    ``mask_polarity``, ``mask_passed_by_position``, ``sum_before_norm1_reused``,
+    ``weights_averaged``, ``weights_summed``, ``weights_of_one_head``, ``pair_swapped``,
     ``not_a_pair``,
     ``wrong_dtype`` (see :data:`MISTAKES`). When none fits, the message says which part of the
     layer first receives a wrong input.
@@ -524,8 +525,33 @@ def check_encoder_layer(fn: Callable) -> None:
             fail(fn_name, case, _problem(got, expected), None, where=where)
 
         with torch.no_grad():
-            compare_pair(fn_name, case, result, expected, variants, diagnose=diagnose)
+            compare_pair(
+                fn_name,
+                case,
+                result,
+                expected,
+                variants,
+                lambda out, w, result=result, expected=expected: _heads_reduced(result, expected),
+                diagnose=diagnose,
+            )
     success(fn, cases)
+
+
+def _heads_reduced(result, expected) -> str | None:
+    """The mistake of weights ``[B, T, T]`` where ``[B, H, T, T]`` was due: every head's weights
+    averaged or summed, or one head's kept (the keys of Lab 2, :mod:`.multi_head`)."""
+    weights, heads = result[1], expected[1]
+    if weights.shape != heads.shape[:1] + heads.shape[2:]:
+        return None
+    tol = tolerance(heads.dtype)
+    for key, reduced in (
+        ("weights_averaged", heads.mean(dim=1)),
+        ("weights_summed", heads.sum(dim=1)),
+        ("weights_of_one_head", heads[:, 0]),
+    ):
+        if close(weights, reduced, *tol):
+            return key
+    return None
 
 
 def _problem(got, expected) -> str:

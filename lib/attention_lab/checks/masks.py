@@ -172,6 +172,7 @@ _MASK_SIGNATURES = {
     "mask_transposed/unzeroed": {"mask_transposed": True, "zero_blocked": False},
     "mask_after_softmax": {"mask_after_softmax": True},
     "scores_times_mask": {"multiply_by_mask": True},
+    "scores_times_mask/empty_rows_zeroed": {"multiply_by_mask": True, "zero_empty_rows": True},
     "mask_added": {"add_mask": True},
     "mask_reshaped": {"unsqueeze_mask": True},
     "uniform_fully_masked": {"zero_blocked": False},

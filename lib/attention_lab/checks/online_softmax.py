@@ -384,8 +384,8 @@ def _online_cases() -> list[Case]:
             dtype=torch.float64,
         ),
         case(
-            "a long sequence: 4 queries, 2048 keys in blocks of 64 (memory is counted)",
-            [(1, 4, 16), (1, 2048, 16), (1, 2048, 16)],
+            "a long sequence: 256 queries, 2048 keys in blocks of 64 (memory is counted)",
+            [(1, 256, 16), (1, 2048, 16), (1, 2048, 16)],
             64,
             count_memory=True,
         ),

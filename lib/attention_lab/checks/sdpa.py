@@ -76,9 +76,10 @@ MISTAKES = register_mistakes(
             "the second result is the scores, not the weights: return the weights after the softmax"
         ),
         "fixed_axes": (
-            "fixed axes: your function is right on [B, T, D] inputs but not with another number "
-            "of leading dimensions; count axes from the end, transpose(-2, -1), dim=-1, "
-            "shape[-1], not transpose(1, 2), .T or shape[2]"
+            "fixed axes: your function is right for inputs of one number of dimensions ([T, D], "
+            "[B, T, D] or [B, H, T, D]) but not of another; count axes from the end, "
+            "transpose(-2, -1), dim=-1, shape[-1], not transpose(0, 1), transpose(1, 2), .T or "
+            "shape[2]"
         ),
         "sizes_mixed_up": (
             "a size or axis taken from the wrong tensor: your function is right when Tq = Tk "
@@ -176,6 +177,7 @@ def attention_variant(
     zero_blocked: bool = True,
     zero_after_output: bool = False,
     zero_where_allowed: bool = False,
+    zero_empty_rows: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention with one deliberate deviation; the defaults give the right answer.
 
@@ -183,8 +185,9 @@ def attention_variant(
     is ``"qk"`` (right), ``"kq"`` (``K Q^T``) or ``"qk_no_transpose"`` (``Q K``), ``softmax``
     may be ``"log"`` or ``"no_keepdim"`` (a hand-written softmax dividing by a sum without
     ``keepdim``), ``weights_returned`` ``"scaled_scores"`` or ``"raw_scores"`` (the second
-    result), ``output`` ``"weights^T @ value"``. Shapes that make no sense raise
-    ``RuntimeError``, as the learner's code would.
+    result), ``output`` ``"weights^T @ value"``; ``zero_empty_rows`` zeroes at the end the rows
+    whose keys the mask blocks all (as a learner does who repairs only those). Shapes that make
+    no sense raise ``RuntimeError``, as the learner's code would.
     """
     dtype = query.dtype
     q, k, v = query.double(), key.double(), value.double()
@@ -213,6 +216,7 @@ def attention_variant(
         mask = mask.transpose(-2, -1)
     if mask is not None and unsqueeze_mask:
         mask = mask.unsqueeze(1)
+    empty_rows = None if mask is None else ~mask.any(dim=-1, keepdim=True)  # [..., Tq, 1]
     if mask is not None and add_mask:
         s = s + mask  # True adds 1: nothing is blocked
         mask, zero_blocked = None, False
@@ -249,6 +253,8 @@ def attention_variant(
         weights = weights / weights.sum(dim=-1, keepdim=True)  # 0 / 0 in a fully masked row
     if scale_after_softmax:
         weights = weights / divisor
+    if zero_empty_rows and empty_rows is not None:
+        weights = weights.masked_fill(empty_rows, 0.0)
     if not zero_after_output:
         unzeroed = weights
     if output == "weights":
@@ -523,22 +529,17 @@ def locate_pair(
     return "each row of the weights sums to 1, but the scores behind them differ" + slices
 
 
-def fixed_axes(fn: Callable, right_on_rank_3: bool, generator: torch.Generator) -> bool:
-    """Whether ``fn`` is right on ``[B, T, D]`` inputs but not with another number of leading
-    dimensions (``right_on_rank_3`` says the first)."""
-    if not right_on_rank_3:
-        return False
-    for shapes in (((3, 4), (5, 4), (5, 6)), ((2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 6))):
-        args = tuple(randn(generator, *shape) for shape in shapes)
-        result = call_quietly(fn, args)
-        expected = scaled_dot_product_attention(*args)
-        if not (
-            isinstance(result, tuple | list)
-            and len(result) == 2
-            and all(close(r, e, 1e-5, 1e-4) for r, e in zip(result, expected, strict=True))
-        ):
-            return True
-    return False
+def fixed_axes(fn: Callable, generator: torch.Generator) -> bool:
+    """Whether ``fn`` is right for inputs of one number of dimensions but not of another
+    (``[T, D]``, ``[B, T, D]``, ``[B, H, T, D]``): the mark of a transpose of fixed axes,
+    ``transpose(0, 1)`` or ``transpose(1, 2)``, where the last two were meant."""
+    ranks = [
+        ((3, 4), (5, 4), (5, 6)),
+        ((2, 3, 4), (2, 5, 4), (2, 5, 6)),
+        ((2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 6)),
+    ]
+    right = [_right(fn, tuple(randn(generator, *s) for s in shapes)) for shapes in ranks]
+    return any(right) and not all(right)
 
 
 def _right(fn: Callable, args: tuple) -> bool:
@@ -566,7 +567,7 @@ def diagnose_sdpa(fn: Callable) -> str | None:
     """Lab 1's diagnosis of a failing ``fn`` by its behaviour on the probes."""
     g = torch.Generator().manual_seed(10)
     probes = _sdpa_probes(g)
-    if fixed_axes(fn, _right(fn, probes[0]), g):
+    if fixed_axes(fn, g):
         return "fixed_axes"
     found = diagnose_by_probes(fn, probes, signature_variants, scaled_dot_product_attention)
     if found is None and _right(fn, probes[1]) and not _right(fn, probes[0]):

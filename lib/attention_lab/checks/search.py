@@ -146,11 +146,17 @@ MISTAKES = register_mistakes(
 
 
 def _search_reference(query_hidden, query_mask, doc_hidden, doc_mask, k):
-    """The library's pooling, unit vectors, cosine scores [Q, N] and the top k indices [Q, k]."""
+    """The library's pooling, unit vectors, cosine scores [Q, N] and the top k indices [Q, k].
+
+    Half-precision inputs are pooled in float64 and the scores rounded to their dtype at the
+    end (in float16 the pooling's own clamp of 1e-9 rounds to 0)."""
+    dtype = query_hidden.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        query_hidden, doc_hidden = query_hidden.double(), doc_hidden.double()
     queries = F.normalize(mean_pool(query_hidden, query_mask), dim=-1)  # [Q, D]
     documents = F.normalize(mean_pool(doc_hidden, doc_mask), dim=-1)  # [N, D]
     scores = queries @ documents.T  # [Q, N]
-    return scores, scores.topk(k, dim=-1).indices
+    return scores.to(dtype), scores.topk(k, dim=-1).indices
 
 
 def _search_variant(query_hidden, query_mask, doc_hidden, doc_mask, k, mistake: str):
@@ -313,6 +319,9 @@ def _search_cases() -> list[Case]:
         ),
         case("one query, one document, k=1", ([2], 3), ([3], 3), 1),
         case("float64 inputs, k=2", ([3, 1], 3), ([2, 2, 5], 5), 2, dtype=torch.float64),
+        # The scores come back in the inputs' dtype: a mask turned into float32 weights
+        # promotes float16 token vectors, which float32 and float64 inputs cannot show.
+        case("float16 inputs, k=2", ([3, 2], 3), ([4, 1, 3, 2], 4), 2, dtype=torch.float16),
     ]
 
 
@@ -327,7 +336,7 @@ def check_pooling_and_search(fn: Callable) -> None:
     return ``(scores, top)``: the cosine similarities ``[Q, N]`` in the inputs' dtype, and the
     indices ``[Q, k]`` of each query's ``k`` best documents, best first. Cases: integer masks,
     bool masks, a document with no real token (its scores are 0), one query and one document,
-    ``float64``.
+    ``float64``, ``float16``.
 
     Mistakes it names: ``mean_over_padding``, ``pool_mask_not_unsqueezed``,
     ``pool_mask_inverted``, ``tokens_normalised_before_pooling``, ``pooled_first_token``,

@@ -92,6 +92,13 @@ def fixed_transpose(query, key, value):
     return weights @ value, weights
 
 
+def first_axes_transposed(query, key, value):
+    """Right for [T, D] inputs only: transpose(0, 1) swaps the batch and the positions."""
+    scores = query @ key.transpose(0, 1) / math.sqrt(query.shape[-1])
+    weights = scores.softmax(dim=-1)
+    return weights @ value, weights
+
+
 def fixed_softmax_axis(query, key, value):
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
     weights = scores.softmax(dim=2)
@@ -208,6 +215,7 @@ WRONG = [
     (both_scaled_by_sqrt_dk, "scaled_by_d_k"),
     (keys_values_swapped, "keys_values_swapped"),
     (fixed_transpose, "fixed_axes"),
+    (first_axes_transposed, "fixed_axes"),
     (fixed_softmax_axis, "fixed_axes"),
     (log_softmax, "log_softmax"),
     (sum_without_keepdim, "softmax_sum_without_keepdim"),

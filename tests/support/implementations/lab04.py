@@ -90,6 +90,13 @@ def filled_with_zero(query, key, value, mask):
     return weights @ value, weights
 
 
+def filled_with_zero_empty_rows_zeroed(query, key, value, mask):
+    """Blocked scores set to 0; only the rows whose keys are all blocked repaired after."""
+    weights = torch.softmax(scores_of(query, key).masked_fill(~mask, 0.0), dim=-1)
+    weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+    return weights @ value, weights
+
+
 def mask_added(query, key, value, mask):
     weights = torch.softmax(scores_of(query, key) + mask, dim=-1)
     return weights @ value, weights
@@ -172,6 +179,7 @@ WRONG = [
     (mask_read_transposed, "mask_transposed"),
     (mask_read_transposed_with_minus_inf, "mask_transposed"),
     (filled_with_zero, "scores_times_mask"),
+    (filled_with_zero_empty_rows_zeroed, "scores_times_mask"),
     (mask_added, "mask_added"),
     (additive_mask_inverted, "mask_polarity"),
     (mask_unsqueezed, "mask_reshaped"),

@@ -249,7 +249,22 @@ def encoder_layer_feed_forward_on_the_raw_sum(x, layer, mask=None):
     return layer.norm2(layer.norm1(total) + layer.dropout2(layer.feed_forward(total))), weights
 
 
+def heads_reduced(how):
+    """The layer wired right, its weights [B, H, T, T] reduced over the heads to [B, T, T]."""
+
+    def encoder_layer_with_weights_reduced(x, layer, mask=None):
+        x, weights = encoder_layer(x, layer, mask)
+        reduced = {"mean": weights.mean(dim=1), "sum": weights.sum(1), "first": weights[:, 0]}
+        return x, reduced[how]
+
+    encoder_layer_with_weights_reduced.__name__ += f"_{how}"
+    return encoder_layer_with_weights_reduced
+
+
 WRONG = [
+    (check, heads_reduced("mean"), "weights_averaged"),
+    (check, heads_reduced("sum"), "weights_summed"),
+    (check, heads_reduced("first"), "weights_of_one_head"),
     (check, encoder_layer_feed_forward_on_the_raw_sum, "sum_before_norm1_reused"),
     (check, encoder_layer_mask_by_position, "mask_passed_by_position"),
     (check, encoder_layer_pre_norm_only, "pre_norm_instead_of_post_norm"),

@@ -99,6 +99,19 @@ def search_in_float64(query_hidden, query_mask, doc_hidden, doc_mask, k):
     return search(query_hidden.double(), query_mask, doc_hidden.double(), doc_mask, k)
 
 
+def search_with_float32_weights(query_hidden, query_mask, doc_hidden, doc_mask, k):
+    """The mask made float32 weights: float16 token vectors are promoted, scores float32."""
+
+    def pool(hidden, mask):
+        weights = mask.unsqueeze(-1).float()  # [B, T, 1]
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
+
+    queries = F.normalize(pool(query_hidden, query_mask), dim=-1)
+    documents = F.normalize(pool(doc_hidden, doc_mask), dim=-1)
+    scores = queries @ documents.T
+    return scores, scores.topk(k, dim=-1).indices
+
+
 def search_with_einsum_and_sort(query_hidden, query_mask, doc_hidden, doc_mask, k):
     """Right: a bool mask, torch.where for the padding, norms by hand with a floor, sort."""
 
@@ -198,6 +211,7 @@ WRONG = [
     (check, with_(search, rank="argsort"), "ranked_ascending"),
     (check, scores_only, "not_a_pair"),
     (check, search_in_float64, "wrong_dtype"),
+    (check, search_with_float32_weights, "wrong_dtype"),
     (check, with_(search, pool="sum_all_over_real"), "mean_over_padding"),
     (check, with_(search, pool="normalised_tokens"), "tokens_normalised_before_pooling"),
     (

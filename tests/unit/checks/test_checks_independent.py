@@ -1,11 +1,14 @@
-"""The labs' checks on implementations written blind, from the lab pages alone.
+"""The labs' checks on implementations written blind.
 
-``support/implementations/independent_labs.py`` holds, per lab, correct implementations written
-differently from the pages' solutions and wrong ones with a plausible learner's mistake each,
-written without reading the checks or their catalogue (``independent_labs_baseline.md`` beside it
-records the first measurement). The checks must pass every correct one, fail every wrong one, and
-never answer a wrong one with no more than "none of the common mistakes": a message names a
-mistake or says where the result goes wrong.
+Three sets in ``support/implementations/``, each with correct implementations written otherwise
+than the pages' solutions and wrong ones with one plausible learner's mistake each, written
+without reading the checks or their catalogue: ``independent_labs.py`` from the lab pages
+(``independent_labs_baseline.md``), ``blind_tuning.py`` and ``blind_heldout.py`` from the labs'
+contracts alone (``blind_sets_measured.md``). The checks must pass every correct one, fail every
+wrong one, and never answer a wrong one with no more than "none of the common mistakes": a message
+names a mistake or says where the result goes wrong. Where a blind set's ``NAMED`` records the
+mistake its check named (read and judged right when the set was measured), the check still names
+that one.
 """
 
 from __future__ import annotations
@@ -16,38 +19,61 @@ import io
 import pytest
 
 from attention_lab import checks
-from attention_lab.checks._core import UNKNOWN
-from support.implementations import independent_labs
+from attention_lab.checks._core import MISTAKES, UNKNOWN
+from support.implementations import blind_heldout, blind_tuning, independent_labs
+
+SETS = {"independent": independent_labs, "tuning": blind_tuning, "heldout": blind_heldout}
 
 CORRECT = [
-    (lab, entry["check"], fn)
-    for lab, entry in independent_labs.LABS.items()
+    pytest.param(entry["check"], fn, id=f"{name}-lab{lab}-{fn.__name__}")
+    for name, module in SETS.items()
+    for lab, entry in module.LABS.items()
     for fn in entry["correct"]
 ]
 WRONG = [
-    (lab, entry["check"], fn, description)
-    for lab, entry in independent_labs.LABS.items()
+    pytest.param(
+        entry["check"],
+        fn,
+        description,
+        getattr(module, "NAMED", {}).get(fn.__name__),
+        id=f"{name}-lab{lab}-{fn.__name__}",
+    )
+    for name, module in SETS.items()
+    for lab, entry in module.LABS.items()
     for fn, description in entry["wrong"]
 ]
 
 
-@pytest.mark.parametrize(
-    ("lab", "check", "fn"), CORRECT, ids=[f"lab{lab}-{fn.__name__}" for lab, _, fn in CORRECT]
-)
-def test_a_correct_implementation_written_blind_passes(lab, check, fn):
+def _squashed(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(("check", "fn"), CORRECT)
+def test_a_correct_implementation_written_blind_passes(check, fn):
     with contextlib.redirect_stdout(io.StringIO()):
         getattr(checks, check)(fn)
 
 
-@pytest.mark.parametrize(
-    ("lab", "check", "fn", "description"),
-    WRONG,
-    ids=[f"lab{lab}-{fn.__name__}" for lab, _, fn, _ in WRONG],
-)
+@pytest.mark.parametrize(("check", "fn", "description", "named"), WRONG)
 def test_a_wrong_implementation_written_blind_fails_with_a_named_or_located_mistake(
-    lab, check, fn, description
+    check, fn, description, named
 ):
     with pytest.raises(AssertionError) as info, contextlib.redirect_stdout(io.StringIO()):
         getattr(checks, check)(fn)
-    message = " ".join(str(info.value).split())
-    assert " ".join(UNKNOWN.split()) not in message, f"{description}: {message}"
+    message = _squashed(str(info.value))
+    assert _squashed(UNKNOWN) not in message, f"{description}: {message}"
+    if named is not None:
+        assert f"Likely mistake: {_squashed(MISTAKES[named])}" in message, (
+            f"{description}: named {named} when measured, now: {message}"
+        )
+
+
+def test_the_blind_sets_are_not_empty():
+    """Each set holds correct and wrong implementations for every lab, and its record of what
+    was named holds only functions of the set (an empty parametrisation proves nothing)."""
+    for name, module in SETS.items():
+        labs = {lab.split("-")[0] for lab in module.LABS}
+        assert labs == {f"{n:02d}" for n in range(1, 12)} or name == "independent", (name, labs)
+        wrong = {fn.__name__ for entry in module.LABS.values() for fn, _ in entry["wrong"]}
+        assert set(getattr(module, "NAMED", {})) <= wrong, name
+        assert all(entry["correct"] and entry["wrong"] for entry in module.LABS.values()), name
