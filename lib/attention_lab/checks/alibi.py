@@ -11,7 +11,9 @@ from typing import Callable  # noqa: UP035
 import torch
 
 from attention_lab.checks._core import (
+    BROADCAST_ERROR,
     Case,
+    call_quietly,
     check_callable,
     differing,
     expect_tensor,
@@ -69,8 +71,14 @@ MISTAKES = register_mistakes(
             "e ** (-8 (h + 1) / H) (torch.exp takes base e)"
         ),
         "alibi_slopes_precedence": (
-            "operator precedence: 2 ** -8 * (h + 1) / H is (2 ** -8) * (h + 1) / H, which grows "
-            "linearly with h; the whole exponent needs brackets: 2 ** (-8 * (h + 1) / H)"
+            "operator precedence: the whole exponent needs brackets, 2 ** (-8 * (h + 1) / H); "
+            "2 ** -8 * (h + 1) / H is (2 ** -8) * (h + 1) / H, and 2 ** (-8 * (h + 1)) / H "
+            "divides the power by H"
+        ),
+        "alibi_power_rounded_up": (
+            "P rounded up: for a head count that is not a power of two, P is the largest power "
+            "of two at most H, 2 ** floor(log2(H)); round(log2(H)) gives a power above H for "
+            "H = 3, 6, 7, 12, ..."
         ),
         "alibi_bias_sign": (
             "the bias has the wrong sign or orientation: a key d positions before the query "
@@ -92,6 +100,15 @@ MISTAKES = register_mistakes(
             "a query row for every position: the queries are the last q_len of the kv_len "
             "positions, torch.arange(kv_len - q_len, kv_len), so the bias is [H, Tq, Tk]"
         ),
+        "alibi_bias_offsets_not_outer": (
+            "the distances are one row: two 1-D position vectors subtracted as they are give "
+            "[Tk] (or a crash when Tq != Tk); make a [Tq, Tk] grid, keys[None, :] - "
+            "queries[:, None]"
+        ),
+        "alibi_bias_transposed": (
+            "the grid built with the keys on the rows, [H, Tk, Tq]: the queries index the rows "
+            "and the keys the columns, [H, Tq, Tk]"
+        ),
         "alibi_bias_not_linear": (
             "the bias does not grow linearly with the distance: it is slope * (j - i) for key "
             "j and query position i, not a square, an absolute value of a product, or a ratio"
@@ -107,13 +124,19 @@ def _geometric(
     count: int, *, start: int = 1, eight: float = 8.0, base: float = 2.0, precedence=False
 ):
     exponents = torch.arange(start, start + count, dtype=torch.float64)  # [count]
+    if precedence == "division":  # 2 ** (-8 * (h + 1)) / H, the division outside
+        return base ** (-eight * exponents) / count
     if precedence:  # 2 ** -8 * (h + 1) / H, without the exponent's brackets
         return base**-eight * exponents / count
     return base ** (-eight * exponents / count)
 
 
 def _combined(num_heads: int, how: str = "right", **geometric) -> torch.Tensor:
-    power = 2 ** math.floor(math.log2(num_heads))
+    """The slopes by the rule for any H; ``how`` is ``"right"``, ``"wrong_terms"``,
+    ``"extra_first"`` or ``"rounded"`` (P = 2 ** round(log2 H), and the extra slopes sliced to
+    ``H - P`` as written even when that is negative)."""
+    log = math.log2(num_heads)
+    power = 2 ** (round(log) if how == "rounded" else math.floor(log))
     first = _geometric(power, **geometric)
     wider = _geometric(2 * power, **geometric)
     extra = (wider[1::2] if how == "wrong_terms" else wider[0::2])[: num_heads - power]
@@ -139,6 +162,9 @@ def _slope_variants(num_heads: int) -> dict[str, torch.Tensor]:
         "alibi_slopes_natural_base/naive": _geometric(num_heads, base=math.e),
         "alibi_slopes_precedence": _combined(num_heads, precedence=True),
         "alibi_slopes_precedence/naive": _geometric(num_heads, precedence=True),
+        "alibi_slopes_precedence/division": _combined(num_heads, precedence="division"),
+        "alibi_slopes_precedence/division_naive": _geometric(num_heads, precedence="division"),
+        "alibi_power_rounded_up": _combined(num_heads, "rounded"),
     }
 
 
@@ -149,8 +175,9 @@ def _slope_mistake(slopes: torch.Tensor, num_heads: int) -> str | None:
         (
             key.partition("/")[0]
             for key, wrong in _slope_variants(num_heads).items()
-            if torch.allclose(slopes, wrong, rtol=1e-6, atol=0)
-            and not torch.allclose(wrong, right, rtol=1e-6, atol=0)
+            if wrong.shape == slopes.shape
+            and torch.allclose(slopes, wrong, rtol=1e-6, atol=0)
+            and (wrong.shape != right.shape or not torch.allclose(wrong, right, rtol=1e-6, atol=0))
         ),
         None,
     )
@@ -184,7 +211,7 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor]) -> None:
     ``alibi_extra_first``, ``alibi_first_2p_terms``, ``alibi_slopes_from_zero``,
     ``alibi_slopes_without_8``, ``alibi_slopes_reversed``, ``alibi_slopes_sorted``,
     ``alibi_slopes_positive_exponent``, ``alibi_slopes_natural_base``,
-    ``alibi_slopes_precedence`` (see :data:`MISTAKES`).
+    ``alibi_slopes_precedence``, ``alibi_power_rounded_up`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -201,6 +228,14 @@ def check_alibi_slopes(fn: Callable[[int], torch.Tensor]) -> None:
         got = run(fn, case)
         expect_tensor(fn_name, case, got)
         expected = alibi_slopes(heads)
+        if got.shape != expected.shape and got.is_floating_point() and got.ndim == 1:
+            fail(
+                fn_name,
+                case,
+                f"the result has shape {list(got.shape)}, expected {list(expected.shape)}",
+                _slope_mistake(got.double(), heads),
+                where=shape_where(got.shape, expected.shape),
+            )
         got = _as_float64(fn_name, case, got, expected)
         if torch.allclose(got, expected, rtol=1e-6, atol=0):
             continue
@@ -234,11 +269,21 @@ def _per_row_normalised(bias: torch.Tensor, q_len: int, kv_len: int) -> torch.Te
     return bias - at_own[..., None]  # [H, Tq, Tk]
 
 
-def _bias_hint(error: Exception) -> str | None:
-    text = str(error)
-    if "must match the size of tensor" in text or "broadcast" in text:
-        return "alibi_bias_slopes_wrong_axis"
-    return None
+def _bias_hint(case: Case) -> Callable[[Exception], str | None]:
+    """The mistake behind a crash on ``case``: query and key positions that meet as two 1-D
+    vectors (their sizes Tq and Tk clash), else slopes broadcast along the wrong axis."""
+    _, q_len, kv_len = case.args
+
+    def hint(error: Exception) -> str | None:
+        text = str(error)
+        sizes = BROADCAST_ERROR.search(text)
+        if sizes and q_len != kv_len and {int(s) for s in sizes.groups()[:2]} == {q_len, kv_len}:
+            return "alibi_bias_offsets_not_outer"
+        if "must match the size of tensor" in text or "broadcast" in text:
+            return "alibi_bias_slopes_wrong_axis"
+        return None
+
+    return hint
 
 
 def check_alibi_bias(fn: Callable[[int, int, int], torch.Tensor]) -> None:
@@ -255,8 +300,8 @@ def check_alibi_bias(fn: Callable[[int, int, int], torch.Tensor]) -> None:
     Mistakes it names: ``alibi_bias_sign``, ``alibi_bias_wrong_slopes`` (or, for slopes that
     match a classic slope mistake, that mistake's name), ``alibi_bias_slopes_wrong_axis``,
     ``alibi_bias_keys_from_q_len``, ``alibi_bias_every_position_a_query``,
-    ``alibi_bias_not_linear`` (see :data:`MISTAKES`); otherwise it says which query rows are
-    wrong.
+    ``alibi_bias_offsets_not_outer``, ``alibi_bias_transposed``, ``alibi_bias_not_linear``
+    (see :data:`MISTAKES`); otherwise it says which query rows are wrong.
 
     Args:
         fn: The learner's function.
@@ -271,14 +316,18 @@ def check_alibi_bias(fn: Callable[[int, int, int], torch.Tensor]) -> None:
     shifted = False
     for case in cases:
         heads, q_len, kv_len = case.args
-        got = run(fn, case, _bias_hint)
+        got = run(fn, case, _bias_hint(case))
         expect_tensor(fn_name, case, got)
         expected = alibi_bias(heads, q_len, kv_len)  # [H, Tq, Tk]
-        missized = {
-            (heads, q_len, q_len): "alibi_bias_keys_from_q_len",
-            (heads, kv_len, kv_len): "alibi_bias_every_position_a_query",
-        }
-        if q_len != kv_len and tuple(got.shape) in missized:
+        missized = {}
+        if q_len != kv_len:
+            missized[(heads, q_len, q_len)] = "alibi_bias_keys_from_q_len"
+            missized[(heads, kv_len, kv_len)] = "alibi_bias_every_position_a_query"
+            missized[(heads, kv_len, q_len)] = "alibi_bias_transposed"
+        if q_len > 1:  # one query: [H, 1, Tk] is the right shape
+            missized[(heads, 1, kv_len)] = "alibi_bias_offsets_not_outer"
+            missized[(heads, kv_len)] = "alibi_bias_offsets_not_outer"
+        if tuple(got.shape) in missized:
             problem = f"the result has shape {list(got.shape)}, expected {list(expected.shape)}"
             fail(fn_name, case, problem, missized[tuple(got.shape)])
         got = _as_float64(fn_name, case, got, expected)
@@ -288,7 +337,7 @@ def check_alibi_bias(fn: Callable[[int, int, int], torch.Tensor]) -> None:
             if not torch.allclose(got[region], expected[region], rtol=1e-6, atol=1e-9):
                 shifted = True
             continue
-        _diagnose_bias(fn_name, case, normalised, expected, region)
+        _diagnose_bias(fn, case, normalised, expected, region)
     success(fn, cases)
     if shifted:
         print(
@@ -297,7 +346,15 @@ def check_alibi_bias(fn: Callable[[int, int, int], torch.Tensor]) -> None:
         )
 
 
-def _diagnose_bias(fn_name, case, normalised, expected, region) -> None:
+def _transposed_for_a_cache(fn: Callable) -> bool:
+    """Whether ``fn`` gives a cache's bias (Tq < Tk) the shape [H, Tk, Tq]: on a square bias
+    keys on the rows look like the sign mistake, on a cache's they cannot."""
+    got = call_quietly(fn, (2, 3, 8))
+    return isinstance(got, torch.Tensor) and tuple(got.shape) == (2, 8, 3)
+
+
+def _diagnose_bias(fn, case, normalised, expected, region) -> None:
+    fn_name = name_of(fn)
     heads, q_len, kv_len = case.args
     problem_at = (~torch.isclose(normalised, expected, rtol=1e-6, atol=1e-9)) & region
     h, r, j = (int(i) for i in problem_at.nonzero()[0])
@@ -306,6 +363,8 @@ def _diagnose_bias(fn_name, case, normalised, expected, region) -> None:
         f"the row's constant, expected {expected[h, r, j].item():.4g}"
     )
     if torch.allclose(normalised[region], -expected[region], rtol=1e-6, atol=1e-9):
+        if q_len == kv_len and _transposed_for_a_cache(fn):
+            fail(fn_name, case, problem, "alibi_bias_transposed")
         fail(fn_name, case, problem, "alibi_bias_sign")
     # Linear in the distance, with some slope per head?
     own = torch.arange(kv_len - q_len, kv_len)  # [Tq]

@@ -57,6 +57,11 @@ MISTAKES = register_mistakes(
             "keys and values repeated along another axis than the heads (dim=0, the batch, "
             "or dim=2, the positions): repeat_interleave(H // Hkv, dim=1)"
         ),
+        "keys_values_grouped_apart": (
+            "the keys and the values expanded two different ways (one with repeat_interleave, "
+            "the other with repeat): query head h reads key/value head h // (H // Hkv) for "
+            "both, so use repeat_interleave(H // Hkv, dim=1) on the keys and on the values"
+        ),
         "causal_mask_applied": (
             "a causal mask applied: this function takes no mask, so every query attends to "
             "every key (a decoder passes its mask to the attention separately)"
@@ -120,13 +125,14 @@ def grouped_query_reference(query, key, value) -> tuple[torch.Tensor, torch.Tens
 
 
 def _gqa_variant(
-    query, key, value, *, heads_of="interleave", queries="own", **attention
+    query, key, value, *, heads_of="interleave", values_of=None, queries="own", **attention
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Grouped-query attention with one deliberate deviation. ``heads_of`` says which
     key/value head query head ``h`` reads: ``"interleave"`` (right, ``h // group``),
     ``"round_robin"`` (``h % Hkv``), ``"by_kv_heads"`` (``h // Hkv``), ``"mean"`` (the mean
     of all key/value heads), ``"positions"`` or ``"batch"`` (keys repeated along dim 2 or 0,
-    not expanded);
+    not expanded); ``values_of``, if given, the same for the values alone (``heads_of`` then
+    for the keys alone);
     ``queries`` is ``"own"`` or ``"group_mean"`` (each group's queries averaged, the result
     repeated back to ``H`` heads); ``attention`` are the arguments of
     :func:`~attention_lab.checks.sdpa.attention_variant`. Shapes that make no sense raise, as
@@ -149,7 +155,7 @@ def _gqa_variant(
             "round_robin": h % kv_heads,
             "by_kv_heads": h // kv_heads,
         }
-        k, v = key[:, which[heads_of]], value[:, which[heads_of]]  # [B, H, Tk, Dh]
+        k, v = key[:, which[heads_of]], value[:, which[values_of or heads_of]]  # [B,H,Tk,Dh]
     return attention_variant(query, k, v, **attention)
 
 
@@ -160,6 +166,8 @@ _GQA_SIGNATURES = {
     "repeated_along_wrong_axis/batch": {"heads_of": "batch"},
     "query_groups_averaged": {"queries": "group_mean"},
     "kv_heads_averaged": {"heads_of": "mean"},
+    "keys_values_grouped_apart/values": {"values_of": "round_robin"},
+    "keys_values_grouped_apart/keys": {"heads_of": "round_robin", "values_of": "interleave"},
 }
 
 
@@ -217,6 +225,11 @@ _HEADS_MISMATCH = re.compile(
     r"dimension 1|subscript \w+ has size (\d+) for operand \d+ which does not broadcast with "
     r"previously seen size (\d+)"
 )
+
+
+# attention_lab.attention.scaled_dot_product_attention's error for batch axes that do not
+# broadcast: the heads of the query (group 1) and of the key (group 2).
+_LIBRARY_SHAPES = re.compile(r"got query \[\d+, (\d+), [\d, ]*\], key \[\d+, (\d+), ")
 
 
 def _shape_mistake(case: Case):
@@ -353,6 +366,7 @@ def check_grouped_query_attention(fn: Callable) -> None:
 
     Mistakes it names: ``kv_heads_repeated_round_robin``, ``kv_heads_wrong_count``,
     ``group_index_by_kv_heads``, ``repeated_along_wrong_axis``, ``query_groups_averaged``,
+    ``keys_values_grouped_apart``,
     ``query_heads_reduced``, ``kv_heads_averaged``, ``group_axis_not_merged``,
     ``heads_merged``, ``group_not_int``, ``expand_cannot_repeat``,
     ``scaled_by_all_heads_width``, ``scaled_by_head_count``, ``causal_mask_applied``,
@@ -383,6 +397,10 @@ def check_grouped_query_attention(fn: Callable) -> None:
                 return "group_not_int"
             if "The expanded size of the tensor" in text:
                 return "expand_cannot_repeat"
+            # The library's attention names the shapes that met: keys with other than H heads.
+            met = _LIBRARY_SHAPES.search(text)
+            if met and int(met.group(2)) != heads:
+                return "kv_heads_wrong_count"
             mismatch = _HEADS_MISMATCH.search(text)
             if mismatch and kv_heads not in (1, heads):
                 sizes = {int(s) for s in mismatch.groups() if s is not None}

@@ -16,7 +16,8 @@ from typing import Callable  # noqa: UP035
 import torch
 
 # The attention checks register the mistakes this one shares with them (softmax_axis,
-# no_scaling, scaled_by_sqrt_d_model, heads_and_width_swapped, heads_not_merged).
+# no_scaling, scaled_by_sqrt_d_model, heads_and_width_swapped, heads_interleaved,
+# heads_not_merged).
 import attention_lab.checks.multi_head  # noqa: F401
 import attention_lab.checks.sdpa  # noqa: F401
 from attention_lab.attention import MultiHeadAttention
@@ -273,6 +274,8 @@ _DEVIATIONS: dict[str, dict] = {
     "projection_bias_missing": {"linear": "no_bias"},
     "projection_bias_missing/qkv": {"linear": "no_bias", "by_hand": "qkv"},
     "heads_and_width_swapped": {"split": "width_first"},
+    "heads_interleaved": {"split": "interleaved", "merge": "width_first"},
+    "heads_interleaved/split_only": {"split": "interleaved"},
     "cache_replaced": {"cache": "replace"},
     "cache_prepended": {"cache": "prepend"},
     "cache_not_returned": {"return_cache": "received"},
@@ -344,7 +347,10 @@ def _step_variant(attention, token, cache, position, mistake: str):
         split = (batch, 1, head_dim, heads)
     else:
         split = (batch, 1, heads, head_dim)
-    q, k, v = (y.view(split).transpose(1, 2) for y in projected)  # [B, H, 1, Dh]
+    if deviation.get("split") == "interleaved":  # feature f to head f % H
+        q, k, v = (y.view(batch, 1, head_dim, heads).permute(0, 3, 1, 2) for y in projected)
+    else:
+        q, k, v = (y.view(split).transpose(1, 2) for y in projected)  # [B, H, 1, Dh]
     attend_keys, attend_values = keys, values
     mode = deviation.get("cache", "append")
     if mode == "replace":
@@ -523,8 +529,8 @@ def check_kv_cache_decoding(fn: Callable) -> None:
     ``prefix_recomputed``, ``batch_hard_coded``,
     ``step_not_a_pair``, ``softmax_axis``, ``no_softmax``, ``no_scaling``,
     ``scaled_by_sqrt_d_model``, ``scaled_by_d_k``, ``scale_multiplied``,
-    ``scaled_by_sequence_length``, ``heads_and_width_swapped``, ``merge_wrong_permutation``,
-    ``heads_not_merged``, ``wrong_dtype`` (see :data:`MISTAKES`).
+    ``scaled_by_sequence_length``, ``heads_and_width_swapped``, ``heads_interleaved``,
+    ``merge_wrong_permutation``, ``heads_not_merged``, ``wrong_dtype`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's step function.

@@ -114,6 +114,15 @@ MISTAKES = register_mistakes(
             "F.one_hot takes int64 ids only, and the ids may be any integer dtype: compare "
             "them instead, ids[:, None] == ids[None, :] (or convert with ids.long())"
         ),
+        "window_slice_wraps": (
+            "the first rows' slice wraps round: a row filled with a slice from i - window + 1 "
+            "starts below 0 for the first queries, and a negative start counts from the end of "
+            "the row; start it at max(0, i - window + 1)"
+        ),
+        "documents_compared_by_order": (
+            "the ids compared by order (>= or <=), not for equality: a query may attend only "
+            "to keys of its own document, ids[:, None] == ids[None, :], and then j <= i"
+        ),
         "ids_compared_elementwise": (
             "ids compared elementwise, giving [T]: compare every query with every key, "
             "ids[:, None] == ids[None, :], [T, T]"
@@ -147,8 +156,18 @@ def _window_variant(size: int, window: int, mistake: str) -> tuple[torch.Tensor]
         "window_excludes_self/narrow": lambda: (j < i) & (j > i - window),
         "diagonal_offset_sign": lambda: causal & (j >= i + window - 1),
         "combined_with_or": lambda: causal | (j > i - window),
+        "window_slice_wraps": lambda: _rows_by_slices(size, window),
     }
     return (masks[mistake]().expand(size, size),)
+
+
+def _rows_by_slices(size: int, window: int) -> torch.Tensor:
+    """Each row filled with a slice from ``i - window + 1``, not clamped at 0: Python's slice
+    then starts that many keys from the end of the row (empty, or a few keys, for the first)."""
+    mask = torch.zeros(size, size, dtype=torch.bool)
+    for query in range(size):
+        mask[query, query - window + 1 : query + 1] = True
+    return mask
 
 
 def _segments(ids: torch.Tensor, late: bool = False) -> torch.Tensor:
@@ -178,6 +197,10 @@ def _document_variant(ids: torch.Tensor, mistake: str) -> tuple[torch.Tensor]:
         "document_excludes_self": lambda: same & (j < i),
         "document_boundary_shifted": lambda: (late[:, None] == late[None, :]) & causal,
         "documents_sorted": lambda: (in_sorted[:, None] == in_sorted[None, :]) & causal,
+        "documents_compared_by_order/ge": lambda: (ids[:, None] >= ids[None, :]) & causal,
+        "documents_compared_by_order/le": lambda: (ids[:, None] <= ids[None, :]) & causal,
+        "documents_compared_by_order/ge_alone": lambda: ids[:, None] >= ids[None, :],
+        "documents_compared_by_order/le_alone": lambda: ids[:, None] <= ids[None, :],
     }
     return (masks[mistake](),)
 
@@ -229,6 +252,7 @@ _WINDOW_KEYS = (
     "window_excludes_self/narrow",
     "diagonal_offset_sign",
     "combined_with_or",
+    "window_slice_wraps",
 )
 _DOCUMENT_KEYS = (
     "documents_ignored",
@@ -239,6 +263,10 @@ _DOCUMENT_KEYS = (
     "document_excludes_self",
     "document_boundary_shifted",
     "documents_sorted",
+    "documents_compared_by_order/ge",
+    "documents_compared_by_order/le",
+    "documents_compared_by_order/ge_alone",
+    "documents_compared_by_order/le_alone",
 )
 
 
@@ -350,8 +378,8 @@ def check_sliding_window_mask(fn: Callable) -> None:
     Mistakes it names: ``window_one_too_wide``, ``window_one_too_narrow``,
     ``window_symmetric``, ``window_transposed``, ``mask_inverted``, ``window_ignored``,
     ``window_not_causal``, ``window_excludes_self``, ``diagonal_offset_sign``,
-    ``combined_with_or``, ``float_mask_combined``, ``mask_not_bool``, ``additive_mask``,
-    ``mask_not_a_tensor`` (see :data:`MISTAKES`).
+    ``combined_with_or``, ``window_slice_wraps``, ``float_mask_combined``, ``mask_not_bool``,
+    ``additive_mask``, ``mask_not_a_tensor`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.
@@ -428,8 +456,8 @@ def check_document_mask(fn: Callable) -> None:
     Mistakes it names: ``documents_ignored``, ``document_not_causal``,
     ``document_transposed``, ``mask_inverted``, ``combined_with_or``,
     ``document_excludes_self``, ``document_boundary_shifted``, ``documents_sorted``,
-    ``ids_compared_elementwise``, ``one_hot_of_ids``, ``float_mask_combined``,
-    ``mask_not_bool``, ``additive_mask`` (see :data:`MISTAKES`).
+    ``documents_compared_by_order``, ``ids_compared_elementwise``, ``one_hot_of_ids``,
+    ``float_mask_combined``, ``mask_not_bool``, ``additive_mask`` (see :data:`MISTAKES`).
 
     Args:
         fn: The learner's function.

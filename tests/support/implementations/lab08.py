@@ -342,7 +342,26 @@ def step_returning_a_flat_triple(attention, token, cache):
     return out, keys, values
 
 
+def step_with_heads_interleaved(attention, token, cache):
+    """Heads split as [B, 1, Dh, H] and permuted: feature f goes to head f % H (and back)."""
+    batch, _, d_model = token.shape
+    heads, head_dim = attention.num_heads, attention.head_dim
+    keys, values = cache
+    position = keys.shape[2]
+    x = token + sinusoidal_encoding(position + 1, d_model)[position]
+
+    def split(y):
+        return y.view(batch, 1, head_dim, heads).permute(0, 3, 1, 2)  # [B, H, 1, Dh]
+
+    q, k, v = split(attention.q_proj(x)), split(attention.k_proj(x)), split(attention.v_proj(x))
+    keys, values = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
+    out, _ = scaled_dot_product_attention(q, keys, values)
+    merged = out.permute(0, 2, 3, 1).reshape(batch, 1, d_model)
+    return attention.out_proj(merged), (keys, values)
+
+
 WRONG = [
+    (check, step_with_heads_interleaved, "heads_interleaved"),
     (check, cache_in_the_default_dtype, "wrong_dtype"),
     (check, named(cat_dim=1), "cache_wrong_axis"),
     (check, named(cat_dim=-1), "cache_wrong_axis"),

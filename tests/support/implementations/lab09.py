@@ -14,6 +14,7 @@ import math
 import torch
 from torch.nn import functional as F
 
+from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.checks import check_grouped_query_attention
 
 CHECK = check_grouped_query_attention
@@ -243,7 +244,20 @@ def expanded_to_all_heads(query, key, value):
     )
 
 
+def values_tiled(query, key, value):
+    """The keys repeat_interleave'd, the values tiled with repeat: two groupings."""
+    group = query.shape[1] // key.shape[1]
+    return attend(query, key.repeat_interleave(group, dim=1), value.repeat(1, group, 1, 1))
+
+
+def not_expanded_into_the_library(query, key, value):
+    """No expansion: the library's attention refuses key heads that do not broadcast."""
+    return scaled_dot_product_attention(query, key, value)
+
+
 WRONG = [
+    (values_tiled, "keys_values_grouped_apart"),
+    (not_expanded_into_the_library, "kv_heads_wrong_count"),
     (with_repeat, "kv_heads_repeated_round_robin"),
     (expanded_in_the_wrong_order, "kv_heads_repeated_round_robin"),
     (repeated_by_kv_heads, "kv_heads_wrong_count"),

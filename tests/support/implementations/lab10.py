@@ -232,7 +232,23 @@ def documents_additive(document_ids):
     return (~allowed).float() * -1e9
 
 
+def window_by_unclamped_slices(size, window):
+    """Each row's keys as a slice from i - window + 1, not clamped at 0."""
+    mask = torch.zeros(size, size, dtype=torch.bool)
+    for i in range(size):
+        mask[i, i - window + 1 : i + 1] = True
+    return mask
+
+
+def documents_by_order(document_ids):
+    """The ids compared with >=: earlier documents leak into later ones."""
+    ids = document_ids
+    return (ids[:, None] >= ids[None, :]) & causal(ids.shape[0])
+
+
 WRONG = [
+    (check_sliding_window_mask, window_by_unclamped_slices, "window_slice_wraps"),
+    (check_document_mask, documents_by_order, "documents_compared_by_order"),
     (check_sliding_window_mask, window_from_triu_of_window, "window_one_too_wide"),
     (check_sliding_window_mask, window_of_the_keys_before, "window_one_too_narrow"),
     (check_sliding_window_mask, window_both_ways, "window_symmetric"),

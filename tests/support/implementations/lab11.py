@@ -71,7 +71,16 @@ WRONG_SLOPES = {
     "alibi_slopes_positive_exponent": lambda h: slopes_loop(h, eight=-8.0),
     "alibi_slopes_natural_base": lambda h: torch.exp(-8 * torch.arange(1, h + 1) / h),
     "alibi_slopes_precedence": lambda h: slopes_loop(h, brackets=False),
+    "alibi_power_rounded_up": lambda h: slopes_rounded_power(h),
 }
+
+
+def slopes_rounded_power(num_heads):
+    """P as 2 ** round(log2 H): above H for H = 3, 6, 7, ...; the extra slice as written."""
+    power = 2 ** round(math.log2(num_heads))
+    first = naive(power)
+    extra = naive(2 * power)[0::2][: num_heads - power]
+    return torch.cat([first, extra])
 
 
 # Bias --------------------------------------------------------------------------------------
@@ -102,6 +111,13 @@ def bias_loops(num_heads, q_len, kv_len):
     return out
 
 
+def bias_keys_on_the_rows(num_heads, q_len, kv_len):
+    """The grid [H, Tk, Tq]: keys on the rows, queries on the columns."""
+    query = torch.arange(kv_len - q_len, kv_len).unsqueeze(0)  # [1, Tq]
+    key = torch.arange(kv_len).unsqueeze(1)  # [Tk, 1]
+    return slopes_loop(num_heads).view(-1, 1, 1) * (key - query).double()
+
+
 WRONG_BIAS = {
     "alibi_bias_sign": lambda h, q, k: bias_right(h, q, k, sign=-1),
     # Slopes that match no classic slope mistake (those are named as such: test_checks_lab11.py).
@@ -115,6 +131,10 @@ WRONG_BIAS = {
     # Right for a square bias; with a cache, keys arange(q_len) or a row for every position.
     "alibi_bias_keys_from_q_len": lambda h, q, k: bias_right(h, q, k)[..., k - q :],
     "alibi_bias_every_position_a_query": lambda h, q, k: bias_right(h, k, k),
+    "alibi_bias_transposed": lambda h, q, k: bias_keys_on_the_rows(h, q, k),
+    "alibi_bias_offsets_not_outer": lambda h, q, k: (
+        slopes_loop(h)[:, None, None] * (torch.arange(k) - torch.arange(k - q, k)).double()
+    ),
 }
 
 

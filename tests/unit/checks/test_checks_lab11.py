@@ -73,16 +73,23 @@ def test_a_bias_built_on_a_classic_slope_mistake_names_the_slope_mistake(mistake
     assert MISTAKES[mistake] in " ".join(str(error.value).split())
 
 
-def test_a_transposed_bias_is_named_then_located_for_a_cache():
-    # On the first, square case a transpose is the sign mistake; with a cache, a shape error.
+def test_a_square_transpose_is_the_sign_mistake_unless_a_cache_shows_keys_on_the_rows():
+    # A bias transposed only when square is, on every shape, the sign mistake's bias.
+    def transposed_when_square(h, q, k):
+        bias = bias_right(h, q, k)
+        return bias.transpose(-1, -2) if q == k else bias_right(h, q, k, sign=-1)
+
     with pytest.raises(AssertionError, match="wrong sign or orientation"):
+        check_alibi_bias(transposed_when_square)
+    # Transposed always: a cache's bias then has the shape [H, Tk, Tq], whichever case fails.
+    with pytest.raises(AssertionError, match="keys on the rows"):
         check_alibi_bias(lambda h, q, k: bias_right(h, q, k).transpose(-1, -2))
 
     def transposed_only_for_a_cache(h, q, k):
         bias = bias_right(h, q, k)
         return bias if q == k else bias.transpose(-1, -2)
 
-    with pytest.raises(AssertionError, match="wrong order"):
+    with pytest.raises(AssertionError, match="keys on the rows"):
         check_alibi_bias(transposed_only_for_a_cache)
 
 
