@@ -193,9 +193,26 @@ def _as_float64(fn_name: str, case: Case, got: torch.Tensor, expected: torch.Ten
             where=shape_where(got.shape, expected.shape),
         )
     if not got.is_floating_point():
-        fail(fn_name, case, f"the result is {got.dtype}, expected a floating dtype", None)
+        fail(
+            fn_name,
+            case,
+            f"the result is {got.dtype}, expected a floating dtype",
+            None,
+            where=(
+                "every entry is an integer: positions from torch.arange are int64, and slopes "
+                "cast to their dtype (.to(positions), .long()) lose their fractions; keep the "
+                "slopes and the product floating point"
+            ),
+        )
     if not got.isfinite().all():
-        fail(fn_name, case, "the result contains NaN or inf", None)
+        bad = (~got.isfinite()).nonzero()[0].tolist()
+        fail(
+            fn_name,
+            case,
+            "the result contains NaN or inf",
+            None,
+            where=f"the first at index {bad} (a division by 0, or a log or power of 0)",
+        )
     return got.double()
 
 

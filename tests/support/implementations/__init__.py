@@ -3,9 +3,9 @@ as learners write them, which the checks' tests (test_checks*.py) run through th
 
 ``labNN.py`` holds lab NN's (``RIGHT``, ``WRONG`` and the lab's check); ``independent_labs.py``
 those written blind, from the lab pages alone (``independent_labs_baseline.md``);
-``blind_tuning.py`` and ``blind_heldout.py`` two more sets written blind, from the labs'
-contracts alone, one to tune the checks on and one to measure them (``blind_sets_measured.md``,
-made with ``measure.py``).
+``blind_a.py``, ``blind_b.py`` and ``blind_c.py`` three more sets written blind, from the labs'
+contracts alone, to tune the checks on and to measure them (``blind_sets_measured.md``, made
+with ``measure.py``).
 """
 
 

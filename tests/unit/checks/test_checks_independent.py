@@ -3,8 +3,8 @@
 Three sets in ``support/implementations/``, each with correct implementations written otherwise
 than the pages' solutions and wrong ones with one plausible learner's mistake each, written
 without reading the checks or their catalogue: ``independent_labs.py`` from the lab pages
-(``independent_labs_baseline.md``), ``blind_tuning.py`` and ``blind_heldout.py`` from the labs'
-contracts alone (``blind_sets_measured.md``). The checks must pass every correct one, fail every
+(``independent_labs_baseline.md``), ``blind_a.py``, ``blind_b.py`` and ``blind_c.py`` from the
+labs' contracts alone (``blind_sets_measured.md``). The checks must pass every correct one, fail every
 wrong one, and never answer a wrong one with no more than "none of the common mistakes": a message
 names a mistake or says where the result goes wrong. Where a blind set's ``NAMED`` records the
 mistake its check named (read and judged right when the set was measured), the check still names
@@ -20,9 +20,9 @@ import pytest
 
 from attention_lab import checks
 from attention_lab.checks._core import MISTAKES, UNKNOWN
-from support.implementations import blind_heldout, blind_tuning, independent_labs
+from support.implementations import blind_a, blind_b, blind_c, independent_labs
 
-SETS = {"independent": independent_labs, "tuning": blind_tuning, "heldout": blind_heldout}
+SETS = {"independent": independent_labs, "a": blind_a, "b": blind_b, "c": blind_c}
 
 CORRECT = [
     pytest.param(entry["check"], fn, id=f"{name}-lab{lab}-{fn.__name__}")

@@ -4,7 +4,7 @@ check's answer as the table reports it: passed, the key of the mistake it names,
 from __future__ import annotations
 
 from attention_lab.masks import sliding_window_mask
-from support.implementations import blind_tuning, measure
+from support.implementations import blind_a, measure
 
 
 def _one_key_too_many(size, window):
@@ -15,10 +15,10 @@ def _one_key_too_many(size, window):
 
 
 def test_the_answers_are_read_as_passed_named_or_located():
-    entry = blind_tuning.LABS["01"]
+    entry = blind_a.LABS["01"]
     check = entry["check"]
     assert measure.verdict(check, entry["correct"][0])["outcome"] == "passed"
-    named = measure.verdict(check, blind_tuning.lab01_wrong_no_scaling)
+    named = measure.verdict(check, blind_a.lab01_wrong_no_scaling)
     assert (named["outcome"], named["mistake"]) == ("failed", "no_scaling")
     located = measure.verdict("check_sliding_window_mask", _one_key_too_many)
     assert (located["outcome"], located["mistake"]) == ("failed", "located")

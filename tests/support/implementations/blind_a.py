@@ -35,9 +35,8 @@ right implementation:
 How this set was written (2026-12-03): by a writer who saw only each lab's contract (the set-up
 cell, the task and its shapes table, the stub; ``## The task`` to ``## Check it`` of the page),
 the library's non-check modules, and nothing of the checks, their tests, the pages' hints or
-lists of mistakes, or the other sets. It is the *tuning* set: the checks were changed where it
-showed them short (``blind_sets_measured.md``); ``blind_heldout.py``, written the same way by
-another writer at the same time, measured the result.
+lists of mistakes, or the other sets. Its role: the *tuning* set of both rounds of changes to
+the checks (``blind_sets_measured.md``).
 """
 
 from __future__ import annotations

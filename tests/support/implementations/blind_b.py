@@ -28,10 +28,9 @@ a right implementation (they were checked by running Python):
 How this set was written (2026-12-03): by a writer who saw only each lab's contract (the set-up
 cell, the task and its shapes table, the stub; ``## The task`` to ``## Check it`` of the page),
 the library's non-check modules, and nothing of the checks, their tests, the pages' hints or
-lists of mistakes, or the other sets. It is the *held-out* set: the checks were measured on it
-before and after the change that ``blind_tuning.py`` guided, and not changed for it
-(``blind_sets_measured.md``). A check changed to name one of its mistakes makes it a tuning
-set: measure that change on a new set written blind.
+lists of mistakes, or the other sets. Its role (``blind_sets_measured.md``): *held out* for the
+first round of changes (labs 01-07, which it measured before and after), then a *tuning* set for
+the second (labs 08-11). Labs 01-07's checks were never changed for it.
 """
 
 from __future__ import annotations
