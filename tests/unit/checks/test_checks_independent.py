@@ -1,14 +1,14 @@
 """The labs' checks on implementations written blind.
 
-Three sets in ``support/implementations/``, each with correct implementations written otherwise
+Four sets in ``support/implementations/``, each with correct implementations written otherwise
 than the pages' solutions and wrong ones with one plausible learner's mistake each, written
 without reading the checks or their catalogue: ``independent_labs.py`` from the lab pages
 (``independent_labs_baseline.md``), ``blind_a.py``, ``blind_b.py`` and ``blind_c.py`` from the
-labs' contracts alone (``blind_sets_measured.md``). The checks must pass every correct one, fail every
-wrong one, and never answer a wrong one with no more than "none of the common mistakes": a message
-names a mistake or says where the result goes wrong. Where a blind set's ``NAMED`` records the
-mistake its check named (read and judged right when the set was measured), the check still names
-that one.
+labs' contracts alone (``blind_sets_measured.md``). The checks must pass every correct one, fail
+every wrong one, and never answer a wrong one with no more than "none of the common mistakes": a
+message names a mistake or says where the result goes wrong. Where a blind set's ``NAMED``
+records the mistake its check named (read and judged right when the set was measured), the check
+still names that one.
 """
 
 from __future__ import annotations
