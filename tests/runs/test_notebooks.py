@@ -263,6 +263,11 @@ def test_citations_become_author_year_with_the_references_listed():
     assert "(Vaswani et al., 2017)" in text
     assert nb.cells[-1].source.startswith("## References")
     assert "Attention is all you need" in nb.cells[-1].source
+    # One list item per reference: a reference's later lines are indented under its item, so
+    # that no renderer reads a line such as "2017." as a list of its own.
+    lines = nb.cells[-1].source.splitlines()[2:]
+    assert lines and lines[0].startswith("- "), lines[:2]
+    assert all(line.startswith(("- ", "  ")) for line in lines), lines
 
 
 # The published site's base URL, set once in _config.yml; the notebooks link to it.

@@ -459,7 +459,11 @@ def _references(page: Page) -> str | None:
     if not page.cited:
         return None
     items = sorted(page.index["citations"][k]["reference"] for k in page.cited)
-    return "## References\n\n" + "\n".join(f"- {item}" for item in items)
+    # A reference spans lines (authors, title, venue): each line after the first is indented
+    # under its item, or a renderer may read a line such as "2024." as a list of its own.
+    return "## References\n\n" + "\n".join(
+        "- " + item.strip().replace("\n", "\n  ") for item in items
+    )
 
 
 def _kind(docname: str) -> str:
