@@ -28,9 +28,8 @@ LIB_HASH = $$(find lib \( -name '*.py' -o -name '*.css' -o -name '*.js' \) -not 
 
 # The stage table make test ends with (standard library only: it also times the venv's creation).
 STAGE  = $(PYTHON) tests/support/stages.py
-# Two pytest workers on two cores: torch's OpenMP threads wait without spinning, so neither
-# worker's idle threads hold the core the other needs (library tests: 115 s -> 52 s on the
-# 2-core machine; no result changes). tests/support/numerics.py sets the same for page runs.
+# Two pytest workers on two cores, whose OpenMP threads wait without spinning (README.md,
+# "Tests", says why).
 PYTEST = env OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
 .PHONY: help venv learner-env node book runs test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live

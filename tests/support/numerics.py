@@ -57,12 +57,8 @@ CONFIGURATIONS: dict[str, dict[str, str]] = {
     "one-thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
 }
 
-# Test kernels run two at a time on two cores, and a page that does not pin one thread runs
-# torch's OpenMP threads, which by default spin while they wait for work: beside a second
-# kernel they take the core it needs. Passive waits (the thread sleeps at once) change no result,
-# only who holds the core; on the 2-core machine chapter 09 beside chapter 12 took 14.5 s and
-# 22.0 s with them, 34.1 s and 27.3 s without. The build sets the same for the pages it executes
-# two at a time (book/_ext/attention_book/parallel_execution.py), and `make test` for pytest.
+# Test kernels run two at a time on two cores: their OpenMP threads wait without spinning, as
+# the build's and pytest's do (README.md, "Tests", says why and what it was measured to save).
 PASSIVE_WAITS = "PASSIVE"
 
 # The line every trained page sets its seed with; the sweep rewrites it.

@@ -47,11 +47,9 @@ def _read(path: Path):
 
 def _share_the_cores() -> None:
     """Run in each worker process before its first page: the kernels it starts wait for work
-    without spinning (OpenMP's passive wait policy), unless the environment already says how.
-    By default torch's OpenMP threads spin while they wait, and two kernels on two cores then
-    take each other's core: chapter 09 beside chapter 12 ran in 34.1 s and 27.3 s so, 14.5 s
-    and 22.0 s with passive waits, on the 2-core machine. It changes no result (the threads do
-    the same work), only who holds a core; the pages that run alone keep OpenMP's default."""
+    without spinning (OpenMP's passive wait policy), unless the environment already says how;
+    why, and what it was measured to save and not to change: README.md, "Tests". The pages
+    that run alone keep OpenMP's default."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
