@@ -38,6 +38,9 @@ Submodules:
 - ``attention_lab.efficient``: exact attention computed block by block with an online softmax,
   never holding the ``[Tq, Tk]`` weights, and a counter of the tensor memory a call allocates
   (``from attention_lab import efficient``).
+- ``attention_lab.linear``: linear attention as a recurrence on a ``[Dk, Dv]`` state (its
+  quadratic, recurrent and chunked forms) and the delta rule of DeltaNet, Gated DeltaNet
+  (Qwen3-Next) and Kimi Delta Attention (``from attention_lab import linear``).
 - ``attention_lab.caches``: the key/value cache for step-by-step decoding and the step that
   fills it, latent attention's cache, and the cache sizes of published models
   (``from attention_lab import caches``).

@@ -34,6 +34,7 @@ CORE = {
     "latent_attention": {"_validation", "attention", "caches", "positional"},
     "layers": {"_validation", "attention", "attention_config", "caches", "positional"},
     "efficient": {"_validation", "attention"},
+    "linear": {"_validation"},
     "training": {"_validation", "layers", "masks"},
     "circuits": {"_validation", "attention", "masks", "positional"},
     "seq2seq": {"_validation", "layers", "masks", "positional"},

@@ -1,0 +1,358 @@
+"""Attention past quadratic: linear attention and the delta rule, each a recurrence on a state.
+
+:func:`linear_attention` replaces the softmax's ``exp(q . k)`` by a product of features,
+``phi(q) . phi(k)`` (Katharopoulos et al., 2020). Associativity then turns
+``(phi(Q) phi(K)^T) V``, quadratic in the length, into ``phi(Q) (phi(K)^T V)``, and the causal
+form into a recurrence on one ``[Dk, Dv]`` state per head,
+``S_t = S_{t-1} + phi(k_t) v_t^T``, read by each query as ``phi(q_t)^T S_t``. The three forms
+(quadratic with a mask, recurrent, chunked) compute the same output.
+
+:func:`delta_rule` is the recurrence of DeltaNet and its gated successors (Schlag et al., 2021;
+Yang et al., 2024 and 2025), which Qwen3-Next's Gated DeltaNet and Kimi Linear's Kimi Delta
+Attention layers run: each step first forgets (the state times ``exp(decay_t)``, per head or per
+key channel), then corrects what the state predicts for the key toward its value, one step of
+online regression with learning rate ``beta_t``,
+``S_t = S'_{t-1} + beta_t k_t (v_t - S'_{t-1}^T k_t)^T`` with ``S'_{t-1}`` the decayed state,
+that is ``(I - beta_t k_t k_t^T) S'_{t-1} + beta_t k_t v_t^T``; the output is
+``S_t^T q_t / sqrt(Dk)``. Token by token, or chunk by chunk (the same result).
+
+Shapes follow the library: ``[B, H, T, D]``, queries and keys of width ``Dk``, values ``Dv``.
+Both compute in ``float32`` at least (``float64`` stays ``float64``) and return the inputs' dtype.
+"""
+
+from __future__ import annotations
+
+# typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
+# names without intersphinx.
+from typing import Callable  # noqa: UP035
+
+import torch
+from torch.nn import functional as F  # noqa: N812 - the conventional name
+
+from attention_lab._validation import check_bool, check_int
+
+__all__ = ["FEATURE_MAPS", "delta_rule", "linear_attention"]
+
+#: The feature maps :func:`linear_attention` takes by name: ``"elu+1"`` (Katharopoulos et al.'s,
+#: positive everywhere), ``"relu"``. ``None`` is the identity.
+FEATURE_MAPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "elu+1": lambda x: F.elu(x) + 1.0,
+    "relu": F.relu,
+}
+FORMS = ("parallel", "recurrent", "chunked")
+
+
+def _working_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.promote_types(dtype, torch.float32)
+
+
+def _check_tensors(query, key, value, names=("query", "key", "value")) -> None:
+    for name, tensor in zip(names, (query, key, value), strict=True):
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+        if not tensor.is_floating_point():
+            raise TypeError(f"{name} must be a floating tensor, got {tensor.dtype}")
+
+
+def linear_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    *,
+    feature_map: str | Callable[[torch.Tensor], torch.Tensor] | None = "elu+1",
+    causal: bool = True,
+    form: str = "parallel",
+    chunk_size: int = 64,
+    normalize: bool = True,
+) -> torch.Tensor:
+    """Linear attention, ``phi(Q) phi(K)^T`` in place of ``exp(Q K^T)``, in one of three forms.
+
+    With ``normalize`` (Katharopoulos et al., 2020, eq. 6) query ``i`` returns
+    ``sum_j phi(q_i).phi(k_j) v_j / sum_j phi(q_i).phi(k_j)`` over the keys it may see (all of
+    them, or with ``causal`` the keys ``j <= i``); without it, the numerator alone. The forms
+    compute the same output and differ in cost:
+
+    - ``"parallel"``: the ``[..., T, T]`` matrix of ``phi(q_i).phi(k_j)``, masked when causal,
+      times the values: ``O(T^2 D)``, like softmax attention;
+    - ``"recurrent"``: one ``[Dk, Dv]`` state per head, ``S_t = S_{t-1} + phi(k_t) v_t^T``
+      (and a sum ``z_t = z_{t-1} + phi(k_t)`` for the normaliser), read by query ``t``:
+      ``O(T Dk Dv)``, a loop over the positions; without ``causal``, every query reads the state
+      of all the keys, ``phi(Q) (phi(K)^T V)``;
+    - ``"chunked"``: the recurrence between chunks of ``chunk_size`` positions and the masked
+      quadratic form inside each, as the models' kernels compute it.
+
+    Args:
+        query: ``[..., T, Dk]``.
+        key: ``[..., T, Dk]``, the same leading dimensions and length as ``query``.
+        value: ``[..., T, Dv]``.
+        feature_map: A name in :data:`FEATURE_MAPS`, a callable applied to the queries and keys
+            (it must keep their shape), or ``None`` for none (the identity).
+        causal: Whether query ``i`` sees only the keys ``j <= i``.
+        form: ``"parallel"``, ``"recurrent"`` or ``"chunked"``.
+        chunk_size: The chunk length of the chunked form.
+        normalize: Divide by ``phi(q_i) . sum_j phi(k_j)``. It needs features that keep the sum
+            away from 0, as a positive feature map does; with ``feature_map=None`` the sum can
+            be 0 or change sign, so that combination is refused (pass ``normalize=False``).
+
+    Returns:
+        The output ``[..., T, Dv]``, in the dtype of ``query``.
+
+    Raises:
+        TypeError: If an input is not a floating tensor, or a flag is not a bool.
+        ValueError: If the shapes do not match, ``form`` or ``feature_map`` is unknown,
+            ``chunk_size`` is not positive, or ``normalize`` is asked with no feature map.
+    """
+    _check_tensors(query, key, value)
+    check_bool(causal, "causal")
+    check_bool(normalize, "normalize")
+    check_int(chunk_size, "chunk_size")
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    if query.ndim < 2 or query.shape != key.shape:
+        raise ValueError(
+            f"query and key must have the same shape [..., T, Dk], got {list(query.shape)} "
+            f"and {list(key.shape)}"
+        )
+    if value.shape[:-1] != key.shape[:-1]:
+        raise ValueError(
+            f"value must be [..., T, Dv] with the keys' leading dimensions and length "
+            f"{list(key.shape[:-1])}, got {list(value.shape)}"
+        )
+    if feature_map is None:
+        if normalize:
+            raise ValueError(
+                "normalize=True divides by phi(q) . sum phi(k), which only positive features "
+                "keep away from 0; with feature_map=None that sum can be 0 or change sign: "
+                "pass normalize=False"
+            )
+        phi = lambda x: x  # noqa: E731 - the identity, named like the others
+    elif isinstance(feature_map, str):
+        if feature_map not in FEATURE_MAPS:
+            raise ValueError(
+                f"feature_map must be one of {list(FEATURE_MAPS)}, got {feature_map!r}"
+            )
+        phi = FEATURE_MAPS[feature_map]
+    elif callable(feature_map):
+        phi = feature_map
+    else:
+        raise TypeError(f"feature_map must be a name, a callable or None, got {feature_map!r}")
+    dtype = query.dtype
+    work = _working_dtype(dtype)
+    q, k = phi(query.to(work)), phi(key.to(work))
+    if q.shape != query.shape or k.shape != key.shape:
+        raise ValueError("feature_map must keep the shape of the queries and keys")
+    v = value.to(work)
+    # The normaliser rides along as one more value column of ones.
+    if normalize:
+        v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)  # [..., T, Dv + 1]
+    if form == "parallel":
+        out = _parallel(q, k, v, causal)
+    elif form == "recurrent" or not causal:
+        out = _recurrent(q, k, v) if causal else q @ (k.transpose(-2, -1) @ v)
+    else:
+        out = _chunked(q, k, v, chunk_size)
+    if normalize:
+        out = out[..., :-1] / out[..., -1:]
+    return out.to(dtype)
+
+
+def _parallel(q, k, v, causal: bool) -> torch.Tensor:
+    scores = q @ k.transpose(-2, -1)  # [..., T, T]
+    if causal:
+        length = scores.shape[-1]
+        scores = scores.masked_fill(
+            ~torch.ones(length, length, dtype=torch.bool, device=q.device).tril(), 0.0
+        )
+    return scores @ v
+
+
+def _recurrent(q, k, v) -> torch.Tensor:
+    state = q.new_zeros(*q.shape[:-2], q.shape[-1], v.shape[-1])  # [..., Dk, Dv]
+    out = []
+    for t in range(q.shape[-2]):
+        state = state + k[..., t, :, None] * v[..., t, None, :]  # phi(k_t) v_t^T
+        out.append((q[..., t, None, :] @ state)[..., 0, :])  # phi(q_t)^T S_t
+    return torch.stack(out, dim=-2)
+
+
+def _chunked(q, k, v, chunk_size: int) -> torch.Tensor:
+    state = q.new_zeros(*q.shape[:-2], q.shape[-1], v.shape[-1])  # [..., Dk, Dv]
+    out = []
+    for start in range(0, q.shape[-2], chunk_size):
+        qc, kc, vc = (x[..., start : start + chunk_size, :] for x in (q, k, v))
+        # What the earlier chunks left in the state, and the chunk's own causal part.
+        out.append(qc @ state + _parallel(qc, kc, vc, causal=True))
+        state = state + kc.transpose(-2, -1) @ vc
+    return torch.cat(out, dim=-2)
+
+
+def delta_rule(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    beta: torch.Tensor,
+    *,
+    decay: torch.Tensor | None = None,
+    chunk_size: int | None = None,
+    initial_state: torch.Tensor | None = None,
+    return_state: bool = False,
+    qk_l2norm: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """The (gated) delta rule: a ``[Dk, Dv]`` state per value head, corrected token by token.
+
+    At each position ``t``, for each value head: the state is first multiplied by
+    ``exp(decay_t)`` (per head, or per key channel: row ``c`` of the state by
+    ``exp(decay_t[c])``), then moved toward predicting ``v_t`` from ``k_t``,
+    ``S_t = S' + beta_t k_t (v_t - S'^T k_t)^T``, and read by the query,
+    ``o_t = S_t^T q_t / sqrt(Dk)``. With ``decay=None`` this is DeltaNet's rule; a decay per
+    head is Gated DeltaNet's (Qwen3-Next), one per key channel Kimi Delta Attention's (Kimi
+    Linear). Both models normalise the queries and keys to unit length first
+    (``qk_l2norm=True``, as their layers pass it: ``x * rsqrt(sum x^2 + 1e-6)``). With a unit key
+    and ``beta`` in ``[0, 1]``, ``I - beta k k^T`` scales the state along ``k`` by
+    ``1 - beta`` and leaves the rest: the state cannot grow. With longer keys, ``beta |k|^2 > 2``
+    makes that factor exceed 1 in size, and the state can grow from step to step.
+
+    Value heads may be a multiple of the query/key heads: key head ``j`` serves the value heads
+    ``j * r .. (j + 1) * r - 1``, ``r = Hv // Hk`` (Qwen3-Next's grouping, whose published
+    configuration has 16 key heads and 32 value heads).
+
+    ``chunk_size=None`` runs the recurrence token by token; an int runs it chunk by chunk, each
+    chunk's corrections solved at once (a unit lower-triangular system, the "UT transform" of
+    Yang et al., 2024), which gives the same result. A sequence fed in pieces, each piece's
+    ``initial_state`` the state the previous one returned, gives the output of the whole.
+
+    Args:
+        query: ``[B, Hk, T, Dk]``.
+        key: ``[B, Hk, T, Dk]``.
+        value: ``[B, Hv, T, Dv]``, ``Hv`` a multiple of ``Hk``.
+        beta: ``[B, Hv, T]``, each step's learning rate, in ``[0, 1]``.
+        decay: ``None``, or the log of each step's forgetting factor, ``<= 0``: ``[B, Hv, T]``
+            (one per head) or ``[B, Hv, T, Dk]`` (one per key channel).
+        chunk_size: ``None`` (token by token) or the chunk length, a positive int.
+        initial_state: ``[B, Hv, Dk, Dv]``, the state before the first position (zeros if
+            ``None``).
+        return_state: Also return the state after the last position.
+        qk_l2norm: Normalise each query and key vector to unit length first.
+
+    Returns:
+        The output ``[B, Hv, T, Dv]`` in the dtype of ``query``, or ``(output, state)`` with the
+        state ``[B, Hv, Dk, Dv]`` in the working dtype (``float32`` at least) if
+        ``return_state``.
+
+    Raises:
+        TypeError: If an input is not a floating tensor, or a flag is not a bool.
+        ValueError: If the shapes do not match (heads that do not group, widths or lengths that
+            differ), ``beta`` leaves ``[0, 1]``, ``decay`` is positive, or ``chunk_size`` is not
+            positive.
+    """
+    _check_tensors(query, key, value)
+    check_bool(return_state, "return_state")
+    check_bool(qk_l2norm, "qk_l2norm")
+    if chunk_size is not None:
+        check_int(chunk_size, "chunk_size")
+    if query.ndim != 4 or query.shape != key.shape:
+        raise ValueError(
+            f"query and key must have the same shape [B, Hk, T, Dk], got {list(query.shape)} "
+            f"and {list(key.shape)}"
+        )
+    batch, key_heads, length, key_dim = key.shape
+    if value.ndim != 4 or value.shape[0] != batch or value.shape[2] != length:
+        raise ValueError(
+            f"value must be [B, Hv, T, Dv] with B = {batch} and T = {length}, got "
+            f"{list(value.shape)}"
+        )
+    value_heads, value_dim = value.shape[1], value.shape[3]
+    if value_heads % key_heads:
+        raise ValueError(
+            f"the value heads must be a multiple of the key heads, got {value_heads} value "
+            f"heads for {key_heads} key heads"
+        )
+    heads = (batch, value_heads, length)
+    if not isinstance(beta, torch.Tensor) or tuple(beta.shape) != heads:
+        raise ValueError(f"beta must be a tensor [B, Hv, T] = {list(heads)}, got {_shape(beta)}")
+    if ((beta < 0) | (beta > 1)).any() or beta.isnan().any():
+        raise ValueError("beta must lie in [0, 1]")
+    if decay is not None:
+        per = (heads, (*heads, key_dim))
+        if not isinstance(decay, torch.Tensor) or tuple(decay.shape) not in per:
+            raise ValueError(
+                f"decay must be [B, Hv, T] = {list(heads)} or [B, Hv, T, Dk] = "
+                f"{list(per[1])}, got {_shape(decay)}"
+            )
+        if (decay > 0).any() or decay.isnan().any():
+            raise ValueError("decay is the log of a forgetting factor in (0, 1]: it must be <= 0")
+    state_shape = (batch, value_heads, key_dim, value_dim)
+    if initial_state is not None and (
+        not isinstance(initial_state, torch.Tensor) or tuple(initial_state.shape) != state_shape
+    ):
+        raise ValueError(
+            f"initial_state must be [B, Hv, Dk, Dv] = {list(state_shape)}, got "
+            f"{_shape(initial_state)}"
+        )
+
+    dtype = query.dtype
+    work = _working_dtype(dtype)
+    group = value_heads // key_heads
+    q, k = (x.to(work).repeat_interleave(group, dim=1) for x in (query, key))  # [B, Hv, T, Dk]
+    if qk_l2norm:
+        q, k = (x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + 1e-6) for x in (q, k))
+    q = q * key_dim**-0.5
+    v, b = value.to(work), beta.to(work)
+    if decay is None:
+        g = torch.zeros(*heads, 1, dtype=work, device=q.device)
+    else:
+        g = decay.to(work)
+        g = g[..., None] if g.ndim == 3 else g  # [B, Hv, T, 1 or Dk]
+    state = q.new_zeros(state_shape) if initial_state is None else initial_state.to(work).clone()
+    if chunk_size is None:
+        out, state = _delta_recurrent(q, k, v, b, g, state)
+    else:
+        out, state = _delta_chunked(q, k, v, b, g, state, chunk_size)
+    out = out.to(dtype)
+    return (out, state) if return_state else out
+
+
+def _shape(x) -> str:
+    return str(list(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def _delta_recurrent(q, k, v, b, g, state):
+    out = []
+    for t in range(q.shape[2]):
+        state = state * g[:, :, t, :, None].exp()  # forget: [B, Hv, Dk or 1, 1]
+        k_t, v_t = k[:, :, t], v[:, :, t]  # [B, Hv, Dk], [B, Hv, Dv]
+        predicted = (k_t[..., None] * state).sum(dim=-2)  # S'^T k_t: [B, Hv, Dv]
+        correction = b[:, :, t, None] * (v_t - predicted)  # [B, Hv, Dv]
+        state = state + k_t[..., None] * correction[..., None, :]
+        out.append((q[:, :, t, :, None] * state).sum(dim=-2))  # S_t^T q_t
+    return torch.stack(out, dim=2), state
+
+
+def _delta_chunked(q, k, v, b, g, state, chunk_size: int):
+    """The delta rule one chunk at a time. Inside a chunk of C positions, with ``a_t`` the decay
+    accumulated from the chunk's start through ``t`` (per channel) and ``u_t = S_t - S'`` the
+    correction step ``t`` writes, ``u_t = beta_t (v_t - S0^T (a_t * k_t) - sum_{j<t}
+    [(a_t / a_j * k_j) . k_t] u_j)``: a unit lower-triangular system for all ``u`` at once."""
+    out = []
+    for start in range(0, q.shape[2], chunk_size):
+        stop = min(start + chunk_size, q.shape[2])
+        qc, kc, vc, bc = (x[:, :, start:stop] for x in (q, k, v, b))
+        cum = g[:, :, start:stop].cumsum(dim=2)  # [B, Hv, C, Dk or 1]: log a_t
+        size = stop - start
+        lower = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()  # j <= t
+        # decay from j to t, per channel: exp(log a_t - log a_j) for j <= t, else 0
+        between = (cum[:, :, :, None, :] - cum[:, :, None, :, :]).masked_fill(
+            ~lower[:, :, None], float("-inf")
+        )
+        between = between.exp()  # [B, Hv, C, C, Dk or 1]
+        # [(a_t / a_j * k_j) . k_t] and the same with q_t: [B, Hv, C, C]
+        kk = (kc[:, :, :, None, :] * between * kc[:, :, None, :, :]).sum(dim=-1)
+        qk = (qc[:, :, :, None, :] * between * kc[:, :, None, :, :]).sum(dim=-1)
+        decayed_k = kc * cum.exp()  # a_t * k_t
+        system = torch.eye(size, dtype=q.dtype, device=q.device) + bc[..., None] * kk.tril(-1)
+        rhs = bc[..., None] * (vc - decayed_k @ state)  # [B, Hv, C, Dv]
+        u = torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
+        out.append((qc * cum.exp()) @ state + qk @ u)
+        to_end = (cum[:, :, -1:] - cum).exp()  # a_C / a_j: [B, Hv, C, Dk or 1]
+        state = state * cum[:, :, -1, :, None].exp() + (kc * to_end).transpose(-2, -1) @ u
+    return torch.cat(out, dim=2), state

@@ -1,0 +1,312 @@
+"""``attention_lab.linear``: linear attention's three forms against each other and against the
+formula written out, and the delta rule against the code Qwen3-Next and Kimi Linear run
+(transformers' ``torch_recurrent_gated_delta_rule``, ``torch_chunk_gated_delta_rule``,
+``recurrent_kimi_delta_attention`` and ``chunk_kimi_delta_attention``, their PyTorch paths)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attention_lab.linear import FEATURE_MAPS, delta_rule, linear_attention
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from transformers.models.kimi_linear.modeling_kimi_linear import (
+        chunk_kimi_delta_attention,
+        recurrent_kimi_delta_attention,
+    )
+    from transformers.models.qwen3_next.modeling_qwen3_next import (
+        torch_chunk_gated_delta_rule,
+        torch_recurrent_gated_delta_rule,
+    )
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def randn(*shape, seed, dtype=torch.float32):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def written_out(query, key, value, phi, causal, normalize):
+    """Linear attention one query and one key at a time, in float64."""
+    q, k, v = phi(query.double()), phi(key.double()), value.double()
+    out = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=torch.float64)
+    length = q.shape[-2]
+    for i in range(length):
+        total = torch.zeros(*q.shape[:-2], v.shape[-1], dtype=torch.float64)
+        norm = torch.zeros(*q.shape[:-2], 1, dtype=torch.float64)
+        for j in range(i + 1 if causal else length):
+            similarity = (q[..., i, :] * k[..., j, :]).sum(-1, keepdim=True)
+            total, norm = total + similarity * v[..., j, :], norm + similarity
+        out[..., i, :] = total / norm if normalize else total
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    length=st.integers(1, 11),
+    widths=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+    causal=st.booleans(),
+    normalize=st.booleans(),
+    feature_map=st.sampled_from(["elu+1", "relu", None]),
+    chunk_size=st.integers(1, 12),
+    seed=st.integers(0, 2**16),
+)
+def test_the_three_forms_are_the_formula_written_out(
+    length, widths, causal, normalize, feature_map, chunk_size, seed
+):
+    if feature_map != "elu+1":
+        normalize = False  # relu's sum can be 0, the identity's any sign: refused (below)
+    dk, dv = widths
+    q, k = randn(2, 3, length, dk, seed=seed), randn(2, 3, length, dk, seed=seed + 1)
+    v = randn(2, 3, length, dv, seed=seed + 2)
+    phi = FEATURE_MAPS.get(feature_map, lambda x: x)
+    expected = written_out(q, k, v, phi, causal, normalize).float()
+    for form in ("parallel", "recurrent", "chunked"):
+        got = linear_attention(
+            q,
+            k,
+            v,
+            feature_map=feature_map,
+            causal=causal,
+            form=form,
+            chunk_size=chunk_size,
+            normalize=normalize,
+        )
+        assert got.dtype == torch.float32 and got.shape == (2, 3, length, dv)
+        torch.testing.assert_close(got, expected, atol=2e-5, rtol=2e-5, msg=form)
+
+
+def test_a_callable_feature_map_and_the_dtype_are_kept():
+    q, k, v = (randn(1, 2, 6, 4, seed=s, dtype=torch.float64) for s in (1, 2, 3))
+    got = linear_attention(q, k, v, feature_map=torch.exp, form="chunked", chunk_size=4)
+    expected = written_out(q, k, v, torch.exp, causal=True, normalize=True)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, expected)
+    half = linear_attention(q.half(), k.half(), v.half(), form="recurrent")
+    assert half.dtype == torch.float16
+
+
+def test_with_exp_features_and_no_causal_mask_it_is_softmax_attention():
+    # exp(q . k) = phi(q) . phi(k) has no finite phi, but the normalised sum over the keys of
+    # exp(q . k) v is softmax attention: the parallel form with the exp of the scores.
+    q, k, v = (randn(2, 5, 3, seed=s, dtype=torch.float64) for s in (4, 5, 6))
+    scores = (q @ k.transpose(-2, -1)).exp()
+    ours = (scores @ v) / scores.sum(-1, keepdim=True)
+    torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v, scale=1.0))
+
+
+# --- The delta rule against the models' code --------------------------------------------------
+
+
+def to_models(x):
+    """[B, H, T, ...] -> the models' [B, T, H, ...]."""
+    return x.transpose(1, 2)
+
+
+def delta_inputs(batch, key_heads, value_heads, length, dk, dv, *, channel_decay, seed):
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "query": torch.randn(batch, key_heads, length, dk, generator=g),
+        "key": torch.randn(batch, key_heads, length, dk, generator=g),
+        "value": torch.randn(batch, value_heads, length, dv, generator=g),
+        "beta": torch.rand(batch, value_heads, length, generator=g),
+        "decay": -0.5
+        * torch.rand(batch, value_heads, length, *((dk,) if channel_decay else ()), generator=g),
+        "state": torch.randn(batch, value_heads, dk, dv, generator=g),
+    }
+
+
+QWEN_SHAPES = [  # (B, Hk, Hv, T, Dk, Dv): value heads grouped 1, 2 and 4 to a key head
+    (2, 2, 2, 19, 8, 6),
+    (1, 2, 4, 37, 8, 5),
+    (2, 1, 4, 64, 4, 4),
+]
+
+
+@pytest.mark.parametrize(
+    "shape", QWEN_SHAPES, ids=lambda s: "B{}-Hk{}-Hv{}-T{}-Dk{}-Dv{}".format(*s)
+)
+@pytest.mark.parametrize("with_state", [False, True], ids=["zeros", "initial_state"])
+@pytest.mark.parametrize("chunk_size", [None, 1, 7, 16, 64], ids=lambda c: f"chunk{c}")
+def test_gated_delta_rule_is_qwen3_next_s(shape, with_state, chunk_size):
+    batch, key_heads, value_heads, length, dk, dv = shape
+    x = delta_inputs(batch, key_heads, value_heads, length, dk, dv, channel_decay=False, seed=7)
+    state = x["state"] if with_state else None
+    args = [to_models(x[n]) for n in ("query", "key", "value", "decay", "beta")]
+    recurrent, recurrent_state = torch_recurrent_gated_delta_rule(
+        *args, initial_state=state, output_final_state=True, use_qk_l2norm_in_kernel=True
+    )
+    chunked, chunked_state = torch_chunk_gated_delta_rule(
+        *args,
+        chunk_size=16,
+        initial_state=state,
+        output_final_state=True,
+        use_qk_l2norm_in_kernel=True,
+    )
+    ours, ours_state = delta_rule(
+        x["query"],
+        x["key"],
+        x["value"],
+        x["beta"],
+        decay=x["decay"],
+        chunk_size=chunk_size,
+        initial_state=state,
+        return_state=True,
+        qk_l2norm=True,
+    )
+    for reference, reference_state in ((recurrent, recurrent_state), (chunked, chunked_state)):
+        torch.testing.assert_close(ours, to_models(reference), atol=2e-6, rtol=1e-5)
+        torch.testing.assert_close(ours_state, reference_state, atol=2e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("chunk_size", [None, 5, 64], ids=lambda c: f"chunk{c}")
+@pytest.mark.parametrize("with_state", [False, True], ids=["zeros", "initial_state"])
+def test_a_decay_per_key_channel_is_kimi_delta_attention_s(chunk_size, with_state):
+    x = delta_inputs(2, 3, 3, 41, 8, 6, channel_decay=True, seed=11)
+    state = x["state"] if with_state else None
+    args = [to_models(x[n]) for n in ("query", "key", "value", "decay", "beta")]
+    recurrent, recurrent_state = recurrent_kimi_delta_attention(
+        *args, state, True, use_qk_l2norm_in_kernel=True
+    )
+    chunked, chunked_state = chunk_kimi_delta_attention(
+        *args,
+        chunk_size=16,
+        initial_state=state,
+        output_final_state=True,
+        use_qk_l2norm_in_kernel=True,
+    )
+    ours, ours_state = delta_rule(
+        x["query"],
+        x["key"],
+        x["value"],
+        x["beta"],
+        decay=x["decay"],
+        chunk_size=chunk_size,
+        initial_state=state,
+        return_state=True,
+        qk_l2norm=True,
+    )
+    for reference, reference_state in ((recurrent, recurrent_state), (chunked, chunked_state)):
+        torch.testing.assert_close(ours, to_models(reference), atol=2e-6, rtol=1e-5)
+        torch.testing.assert_close(ours_state, reference_state, atol=2e-6, rtol=1e-5)
+
+
+def test_without_a_decay_it_is_deltanet_the_models_rule_with_no_forgetting():
+    x = delta_inputs(1, 2, 2, 23, 4, 3, channel_decay=False, seed=3)
+    args = [to_models(x[n]) for n in ("query", "key", "value")]
+    zero = torch.zeros_like(to_models(x["beta"]))
+    reference, _ = torch_recurrent_gated_delta_rule(
+        *args, zero, to_models(x["beta"]), use_qk_l2norm_in_kernel=True
+    )
+    for chunk_size in (None, 8):
+        ours = delta_rule(
+            x["query"], x["key"], x["value"], x["beta"], chunk_size=chunk_size, qk_l2norm=True
+        )
+        torch.testing.assert_close(ours, to_models(reference), atol=2e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("channel_decay", [False, True], ids=["per_head", "per_channel"])
+@pytest.mark.parametrize("cut", [1, 10, 22])
+def test_a_sequence_fed_in_pieces_gives_the_whole(channel_decay, cut):
+    x = delta_inputs(2, 2, 4, 23, 6, 5, channel_decay=channel_decay, seed=5)
+    names = ("query", "key", "value", "beta", "decay")
+    whole, whole_state = delta_rule(
+        *(x[n] for n in names[:4]), decay=x["decay"], return_state=True, qk_l2norm=True
+    )
+    first, state = delta_rule(
+        *(x[n][:, :, :cut] for n in names[:4]),
+        decay=x["decay"][:, :, :cut],
+        return_state=True,
+        qk_l2norm=True,
+    )
+    rest, final = delta_rule(
+        *(x[n][:, :, cut:] for n in names[:4]),
+        decay=x["decay"][:, :, cut:],
+        chunk_size=4,
+        initial_state=state,
+        return_state=True,
+        qk_l2norm=True,
+    )
+    torch.testing.assert_close(torch.cat([first, rest], dim=2), whole, atol=2e-6, rtol=1e-5)
+    torch.testing.assert_close(final, whole_state, atol=2e-6, rtol=1e-5)
+
+
+def test_with_unit_keys_a_full_step_writes_the_value_exactly():
+    # beta = 1, no decay: after the step, the state maps the (unit) key to its value exactly.
+    key = F.normalize(randn(1, 1, 1, 4, seed=9, dtype=torch.float64), dim=-1)
+    value = randn(1, 1, 1, 3, seed=10, dtype=torch.float64)
+    start = randn(1, 1, 4, 3, seed=11, dtype=torch.float64)
+    _, state = delta_rule(
+        key, key, value, torch.ones(1, 1, 1, dtype=torch.float64),
+        initial_state=start, return_state=True,
+    )  # fmt: skip
+    torch.testing.assert_close(key[0, 0] @ state[0, 0], value[0, 0])
+
+
+def test_the_dtype_is_kept_and_float16_computes_in_float32():
+    x = delta_inputs(1, 1, 1, 9, 4, 4, channel_decay=False, seed=2)
+    half = delta_rule(
+        x["query"].half(), x["key"].half(), x["value"].half(), x["beta"].half(),
+        decay=x["decay"].half(), qk_l2norm=True,
+    )  # fmt: skip
+    full = delta_rule(
+        x["query"].half().float(), x["key"].half().float(), x["value"].half().float(),
+        x["beta"].half().float(), decay=x["decay"].half().float(), qk_l2norm=True,
+    )  # fmt: skip
+    assert half.dtype == torch.float16
+    torch.testing.assert_close(half, full.half())
+
+
+# --- Bad input ----------------------------------------------------------------------------------
+
+
+def test_linear_attention_refuses_bad_input():
+    q = k = v = torch.zeros(1, 2, 5, 4)
+    with pytest.raises(ValueError, match="form must be one of"):
+        linear_attention(q, k, v, form="fast")
+    with pytest.raises(ValueError, match="feature_map must be one of"):
+        linear_attention(q, k, v, feature_map="softplus")
+    with pytest.raises(ValueError, match="pass normalize=False"):
+        linear_attention(q, k, v, feature_map=None)
+    with pytest.raises(ValueError, match="chunk_size must be a positive int"):
+        linear_attention(q, k, v, form="chunked", chunk_size=0)
+    with pytest.raises(ValueError, match="same shape"):
+        linear_attention(q, torch.zeros(1, 2, 6, 4), v)
+    with pytest.raises(ValueError, match="value must be"):
+        linear_attention(q, k, torch.zeros(1, 2, 6, 4))
+    with pytest.raises(TypeError, match="floating"):
+        linear_attention(q, k, torch.zeros(1, 2, 5, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="keep the shape"):
+        linear_attention(q, k, v, feature_map=lambda x: x.sum(-1))
+
+
+def test_delta_rule_refuses_bad_input():
+    x = delta_inputs(1, 2, 4, 5, 3, 2, channel_decay=False, seed=1)
+    q, k, v, beta = x["query"], x["key"], x["value"], x["beta"]
+    with pytest.raises(ValueError, match="multiple of the key heads"):
+        delta_rule(q, k, v[:, :3], beta[:, :3])
+    with pytest.raises(ValueError, match="same shape"):
+        delta_rule(q, k[..., :2], v, beta)
+    with pytest.raises(ValueError, match=r"value must be \[B, Hv, T, Dv\]"):
+        delta_rule(q, k, v[:, :, :4], beta)
+    with pytest.raises(ValueError, match=r"beta must lie in \[0, 1\]"):
+        delta_rule(q, k, v, beta + 1)
+    with pytest.raises(ValueError, match="beta must be a tensor"):
+        delta_rule(q, k, v, beta[:, :2])
+    with pytest.raises(ValueError, match="must be <= 0"):
+        delta_rule(q, k, v, beta, decay=-x["decay"] + 0.1)
+    with pytest.raises(ValueError, match="decay must be"):
+        delta_rule(q, k, v, beta, decay=x["decay"][..., None].expand(-1, -1, -1, 5))
+    with pytest.raises(ValueError, match="chunk_size must be a positive int"):
+        delta_rule(q, k, v, beta, chunk_size=0)
+    with pytest.raises(ValueError, match="initial_state must be"):
+        delta_rule(q, k, v, beta, initial_state=torch.zeros(1, 4, 3, 3))
+    with pytest.raises(TypeError, match="return_state must be a bool"):
+        delta_rule(q, k, v, beta, return_state=1)
