@@ -31,7 +31,7 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import check_bool, check_int
 
-__all__ = ["FEATURE_MAPS", "delta_rule", "linear_attention"]
+__all__ = ["FEATURE_MAPS", "GatedDeltaNet", "delta_rule", "linear_attention"]
 
 #: The feature maps :func:`linear_attention` takes by name: ``"elu+1"`` (Katharopoulos et al.'s,
 #: positive everywhere), ``"relu"``. ``None`` is the identity.
@@ -356,3 +356,160 @@ def _delta_chunked(q, k, v, b, g, state, chunk_size: int):
         to_end = (cum[:, :, -1:] - cum).exp()  # a_C / a_j: [B, Hv, C, Dk or 1]
         state = state * cum[:, :, -1, :, None].exp() + (kc * to_end).transpose(-2, -1) @ u
     return torch.cat(out, dim=2), state
+
+
+class GatedDeltaNet(torch.nn.Module):
+    """Qwen3-Next's linear-attention layer: projections, a short causal convolution, gates, the
+    gated delta rule, a gated RMS norm and the output projection.
+
+    For ``x`` ``[B, T, D]``: queries, keys and values are projected (``Hk`` heads of width
+    ``Dk`` for the queries and keys, ``Hv`` of width ``Dv`` for the values), passed together
+    through a depthwise causal convolution over the last ``conv_size`` positions and a SiLU;
+    each value head gets a learning rate ``beta = sigmoid(x W_b)`` and a forgetting rate
+    ``decay = -exp(A_log) * softplus(x W_a + dt_bias)`` (the log of a factor in ``(0, 1]``), and
+    :func:`delta_rule` runs with queries and keys normalised to unit length. Each head's output
+    is RMS-normalised, scaled by a learned weight and multiplied by ``silu(x W_z)`` (the output
+    gate), and the heads are merged and projected back to ``D``.
+
+    The projections here are separate matrices; Qwen3-Next packs them into ``in_proj_qkvz`` and
+    ``in_proj_ba`` grouped by key head, which :meth:`from_hf` unpacks.
+
+    Args:
+        d_model: The width ``D`` of the input and output.
+        num_key_heads: ``Hk``, the heads of the queries and keys.
+        num_value_heads: ``Hv``, a multiple of ``Hk``.
+        key_dim: ``Dk``.
+        value_dim: ``Dv``.
+        conv_size: The causal convolution's kernel length (Qwen3-Next uses 4).
+        eps: The RMS norm's epsilon.
+        chunk_size: Passed to :func:`delta_rule` (``None`` for token by token).
+
+    Raises:
+        TypeError: If a size is not an int.
+        ValueError: If a size is not positive or the heads do not group.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_key_heads: int,
+        num_value_heads: int,
+        key_dim: int,
+        value_dim: int,
+        *,
+        conv_size: int = 4,
+        eps: float = 1e-6,
+        chunk_size: int | None = 64,
+    ) -> None:
+        super().__init__()
+        for name, size in (
+            ("d_model", d_model),
+            ("num_key_heads", num_key_heads),
+            ("num_value_heads", num_value_heads),
+            ("key_dim", key_dim),
+            ("value_dim", value_dim),
+            ("conv_size", conv_size),
+        ):
+            check_int(size, name)
+        if num_value_heads % num_key_heads:
+            raise ValueError(
+                f"num_value_heads must be a multiple of num_key_heads, got {num_value_heads} "
+                f"and {num_key_heads}"
+            )
+        if chunk_size is not None:
+            check_int(chunk_size, "chunk_size")
+        self.num_key_heads, self.num_value_heads = num_key_heads, num_value_heads
+        self.key_dim, self.value_dim = key_dim, value_dim
+        self.eps, self.chunk_size = float(eps), chunk_size
+        keys, values = num_key_heads * key_dim, num_value_heads * value_dim
+        linear = lambda n_in, n_out: torch.nn.Linear(n_in, n_out, bias=False)  # noqa: E731
+        self.q_proj, self.k_proj = linear(d_model, keys), linear(d_model, keys)
+        self.v_proj, self.gate_proj = linear(d_model, values), linear(d_model, values)
+        self.beta_proj = linear(d_model, num_value_heads)
+        self.decay_proj = linear(d_model, num_value_heads)
+        channels = 2 * keys + values
+        # Depthwise and causal: channel c at position t sees channel c at t - conv_size + 1 .. t.
+        self.conv = torch.nn.Conv1d(
+            channels, channels, conv_size, groups=channels, padding=conv_size - 1, bias=False
+        )
+        self.A_log = torch.nn.Parameter(torch.zeros(num_value_heads))  # noqa: N815 - the models'
+        self.dt_bias = torch.nn.Parameter(torch.ones(num_value_heads))
+        self.norm_weight = torch.nn.Parameter(torch.ones(value_dim))
+        self.out_proj = linear(values, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The layer's output ``[B, T, D]`` for ``x`` ``[B, T, D]``."""
+        if not isinstance(x, torch.Tensor) or x.ndim != 3:
+            raise ValueError(f"x must be a tensor [B, T, D], got {_shape(x)}")
+        batch, length, _ = x.shape
+        keys = self.num_key_heads * self.key_dim
+        mixed = torch.cat([self.q_proj(x), self.k_proj(x), self.v_proj(x)], dim=-1)
+        mixed = F.silu(self.conv(mixed.transpose(1, 2))[..., :length]).transpose(1, 2)
+        q, k, v = mixed.split([keys, keys, self.num_value_heads * self.value_dim], dim=-1)
+
+        def heads(y, count, width):  # [B, T, count * width] -> [B, count, T, width]
+            return y.reshape(batch, length, count, width).transpose(1, 2)
+
+        q, k = (
+            heads(q, self.num_key_heads, self.key_dim),
+            heads(k, self.num_key_heads, self.key_dim),
+        )
+        v = heads(v, self.num_value_heads, self.value_dim)
+        beta = self.beta_proj(x).sigmoid().transpose(1, 2)  # [B, Hv, T]
+        rate = F.softplus(self.decay_proj(x).float() + self.dt_bias)  # [B, T, Hv]
+        decay = (-self.A_log.float().exp() * rate).transpose(1, 2)  # [B, Hv, T], <= 0
+        out = delta_rule(
+            q, k, v, beta, decay=decay, chunk_size=self.chunk_size, qk_l2norm=True
+        )  # [B, Hv, T, Dv]
+        gate = heads(self.gate_proj(x), self.num_value_heads, self.value_dim)
+        normed = out.float() * torch.rsqrt(out.float().pow(2).mean(-1, keepdim=True) + self.eps)
+        out = (self.norm_weight * normed.to(x.dtype)) * F.silu(gate.float())
+        merged = out.to(x.dtype).transpose(1, 2).reshape(batch, length, -1)  # [B, T, Hv * Dv]
+        return self.out_proj(merged)
+
+    @classmethod
+    def from_hf(cls, module: torch.nn.Module, *, chunk_size: int | None = 64) -> GatedDeltaNet:
+        """This layer with the weights of transformers' ``Qwen3NextGatedDeltaNet`` ``module``.
+
+        Qwen3-Next packs ``in_proj_qkvz`` by key head (each head's query, key, values and
+        gates side by side) and ``in_proj_ba`` likewise; they are unpacked into the separate
+        projections. The convolution, ``A_log``, ``dt_bias``, the norm's weight and the output
+        projection are copied as they are.
+
+        Raises:
+            ValueError: If the module's activation is not SiLU (the only one this layer runs).
+        """
+        if module.activation != "silu":
+            raise ValueError(f"only the SiLU activation is supported, got {module.activation!r}")
+        layer = cls(
+            module.hidden_size,
+            module.num_k_heads,
+            module.num_v_heads,
+            module.head_k_dim,
+            module.head_v_dim,
+            conv_size=module.conv_kernel_size,
+            eps=module.layer_norm_epsilon,
+            chunk_size=chunk_size,
+        )
+        key_heads, dk, dv = module.num_k_heads, module.head_k_dim, module.head_v_dim
+        ratio = module.num_v_heads // key_heads
+        qkvz = module.in_proj_qkvz.weight.reshape(key_heads, 2 * dk + 2 * ratio * dv, -1)
+        q, k, v, z = qkvz.split([dk, dk, ratio * dv, ratio * dv], dim=1)
+        ba = module.in_proj_ba.weight.reshape(key_heads, 2 * ratio, -1)
+        b, a = ba.split([ratio, ratio], dim=1)
+        with torch.no_grad():
+            for target, packed in (
+                (layer.q_proj, q),
+                (layer.k_proj, k),
+                (layer.v_proj, v),
+                (layer.gate_proj, z),
+                (layer.beta_proj, b),
+                (layer.decay_proj, a),
+            ):
+                target.weight.copy_(packed.reshape(-1, packed.shape[-1]))
+            layer.conv.weight.copy_(module.conv1d.weight)
+            layer.A_log.copy_(module.A_log)
+            layer.dt_bias.copy_(module.dt_bias)
+            layer.norm_weight.copy_(module.norm.weight)
+            layer.out_proj.weight.copy_(module.out_proj.weight)
+        return layer

@@ -1,7 +1,8 @@
 """``attention_lab.linear``: linear attention's three forms against each other and against the
 formula written out, and the delta rule against the code Qwen3-Next and Kimi Linear run
 (transformers' ``torch_recurrent_gated_delta_rule``, ``torch_chunk_gated_delta_rule``,
-``recurrent_kimi_delta_attention`` and ``chunk_kimi_delta_attention``, their PyTorch paths)."""
+``recurrent_kimi_delta_attention`` and ``chunk_kimi_delta_attention``, their PyTorch paths), and
+``GatedDeltaNet.from_hf`` against ``Qwen3NextGatedDeltaNet`` (small random configurations)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,17 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_lab.linear import FEATURE_MAPS, delta_rule, linear_attention
+from attention_lab.linear import FEATURE_MAPS, GatedDeltaNet, delta_rule, linear_attention
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
+    from transformers import Qwen3NextConfig
     from transformers.models.kimi_linear.modeling_kimi_linear import (
         chunk_kimi_delta_attention,
         recurrent_kimi_delta_attention,
     )
     from transformers.models.qwen3_next.modeling_qwen3_next import (
+        Qwen3NextGatedDeltaNet,
         torch_chunk_gated_delta_rule,
         torch_recurrent_gated_delta_rule,
     )
@@ -262,6 +265,49 @@ def test_the_dtype_is_kept_and_float16_computes_in_float32():
     )  # fmt: skip
     assert half.dtype == torch.float16
     torch.testing.assert_close(half, full.half())
+
+
+# --- The layer -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key_heads", "value_heads"), [(2, 2), (2, 4), (1, 3)])
+@pytest.mark.parametrize("chunk_size", [None, 8, 64], ids=lambda c: f"chunk{c}")
+def test_gated_deltanet_is_qwen3_next_s_layer(key_heads, value_heads, chunk_size):
+    torch.manual_seed(0)  # modules draw their weights from the global generator
+    config = Qwen3NextConfig(
+        hidden_size=32,
+        linear_num_key_heads=key_heads,
+        linear_num_value_heads=value_heads,
+        linear_key_head_dim=8,
+        linear_value_head_dim=6,
+        linear_conv_kernel_dim=4,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        intermediate_size=64,
+        vocab_size=50,
+    )
+    reference = Qwen3NextGatedDeltaNet(config, layer_idx=0).eval()
+    assert reference.layer_type == "linear_attention"
+    with torch.no_grad():  # every weight random, the norm's and the gates' included
+        for parameter in reference.parameters():
+            parameter.normal_(0.0, 0.3)
+        reference.A_log.uniform_(-1.0, 1.0)
+    ours = GatedDeltaNet.from_hf(reference, chunk_size=chunk_size).eval()
+    x = randn(2, 19, 32, seed=1)
+    with torch.no_grad():
+        expected = reference(x)
+        got = ours(x)
+    assert expected.abs().mean() > 0.1  # a layer that does something
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_gated_deltanet_refuses_heads_that_do_not_group():
+    with pytest.raises(ValueError, match="multiple of num_key_heads"):
+        GatedDeltaNet(32, 2, 3, 8, 6)
+    with pytest.raises(ValueError, match=r"x must be a tensor \[B, T, D\]"):
+        GatedDeltaNet(32, 2, 4, 8, 6)(torch.zeros(19, 32))
 
 
 # --- Bad input ----------------------------------------------------------------------------------
