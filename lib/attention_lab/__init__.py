@@ -40,7 +40,10 @@ Submodules:
   (``from attention_lab import efficient``).
 - ``attention_lab.linear``: linear attention as a recurrence on a ``[Dk, Dv]`` state (its
   quadratic, recurrent and chunked forms) and the delta rule of DeltaNet, Gated DeltaNet
-  (Qwen3-Next) and Kimi Delta Attention (``from attention_lab import linear``).
+  (Qwen3-Next) and Kimi Delta Attention, and Qwen3-Next's ``GatedDeltaNet`` layer
+  (``from attention_lab import linear``).
+- ``attention_lab.sparse``: attention over each query's top-k keys, and DeepSeek-V3.2's
+  lightning indexer that picks them (``from attention_lab import sparse``).
 - ``attention_lab.caches``: the key/value cache for step-by-step decoding and the step that
   fills it, latent attention's cache, and the cache sizes of published models
   (``from attention_lab import caches``).

@@ -1,0 +1,100 @@
+"""``attention_lab.sparse``: top-k masks and attention against their definitions, and the
+lightning indexer against transformers' ``DeepseekV32Indexer`` (a small random configuration,
+weights copied): the same top-k key sets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from transformers import DeepseekV32Config
+from transformers.models.deepseek_v32.modeling_deepseek_v32 import (
+    DeepseekV32Indexer,
+    DeepseekV32RotaryEmbedding,
+)
+
+from attention_lab.attention import scaled_dot_product_attention
+from attention_lab.masks import causal_mask
+from attention_lab.sparse import LightningIndexer, topk_attention, topk_mask
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def randn(*shape, seed):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    tq=st.integers(1, 7), tk=st.integers(1, 9), data=st.data(), causal=st.booleans(),
+    seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_topk_mask_keeps_the_k_best_visible_keys_of_each_query(tq, tk, data, causal, seed):
+    k = data.draw(st.integers(1, tk))
+    scores = randn(2, tq, tk, seed=seed)
+    mask = torch.ones(tq, tk, dtype=torch.bool).tril(tk - tq) if causal else None
+    kept = topk_mask(scores, k, mask)
+    visible = mask if mask is not None else torch.ones(tq, tk, dtype=torch.bool)
+    for b in range(2):
+        for i in range(tq):
+            seen = visible[i].nonzero().flatten().tolist()
+            ranked = sorted(seen, key=lambda j: -scores[b, i, j].item())[:k]
+            assert set(kept[b, i].nonzero().flatten().tolist()) == set(ranked)
+
+
+def test_topk_attention_reads_only_the_kept_keys_and_with_every_key_is_attention():
+    q, k, v = randn(2, 3, 5, 4, seed=1), randn(2, 3, 9, 4, seed=2), randn(2, 3, 9, 6, seed=3)
+    full = scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(topk_attention(q, k, v, 9), full)
+    out, weights = topk_attention(q, k, v, 3)
+    kept = topk_mask(q @ k.transpose(-2, -1), 3)
+    assert (weights[~kept] == 0).all() and ((weights > 0) == kept).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 5))
+    # Another scorer's ranking picks the keys; the attention still weighs them by q . k.
+    other = randn(2, 3, 5, 9, seed=4)
+    _, chosen = topk_attention(q, k, v, 2, scores=other)
+    assert ((chosen > 0) == topk_mask(other, 2)).all()
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(ValueError, match="at most the number of keys"):
+        topk_mask(torch.zeros(2, 4), 5)
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        topk_mask(torch.zeros(2, 4), 0)
+    with pytest.raises(TypeError, match="torch.bool"):
+        topk_mask(torch.zeros(2, 4), 2, mask=torch.ones(2, 4))
+    with pytest.raises(ValueError, match="rope_dim must be even"):
+        LightningIndexer(16, 8, 2, 8, 3, 4)
+
+
+@pytest.mark.parametrize("top_k", [1, 4, 16])
+def test_the_lightning_indexer_picks_deepseek_v32_s_keys(top_k):
+    torch.manual_seed(0)  # modules draw their weights from the global generator
+    config = DeepseekV32Config(
+        hidden_size=32, q_lora_rank=24, index_n_heads=4, index_head_dim=16,
+        qk_rope_head_dim=8, index_topk=top_k, num_attention_heads=4, num_key_value_heads=4,
+        kv_lora_rank=16, qk_nope_head_dim=8, v_head_dim=8, num_hidden_layers=1,
+        vocab_size=50, intermediate_size=64, moe_intermediate_size=32,
+    )  # fmt: skip
+    reference = DeepseekV32Indexer(config, layer_idx=0).eval()
+    with torch.no_grad():
+        for parameter in reference.parameters():
+            parameter.normal_(0.0, 0.5)
+    ours = LightningIndexer.from_hf(reference).eval()
+    batch, length = 2, 13
+    x, q_resid = randn(batch, length, 32, seed=5), randn(batch, length, 24, seed=6)
+    positions = torch.arange(length)
+    cos, sin = DeepseekV32RotaryEmbedding(config)(x, positions[None].expand(batch, -1))
+    causal = causal_mask(length)[None]  # [1, T, T]
+    with torch.no_grad():
+        expected = reference(x, q_resid, (cos, sin), causal, positions[None])
+        got = ours(x, q_resid, positions, causal)
+    assert got.shape == expected.shape == (batch, length, min(top_k, length))
+    # As sets, over the keys each query may see (a query that sees fewer than k keys also
+    # lists blocked ones, in no order that means anything).
+    for b in range(batch):
+        for i in range(length):
+            mine = {j for j in got[b, i].tolist() if j <= i}
+            theirs = {j for j in expected[b, i].tolist() if j <= i}
+            assert mine == theirs and len(mine) == min(top_k, i + 1), (b, i)
