@@ -52,6 +52,11 @@ def _check_tensors(query, key, value, names=("query", "key", "value")) -> None:
             raise TypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
         if not tensor.is_floating_point():
             raise TypeError(f"{name} must be a floating tensor, got {tensor.dtype}")
+    if not query.dtype == key.dtype == value.dtype:
+        raise TypeError(
+            f"query, key and value must share one dtype, got {query.dtype}, {key.dtype} and "
+            f"{value.dtype}"
+        )
 
 
 def linear_attention(
@@ -67,7 +72,7 @@ def linear_attention(
 ) -> torch.Tensor:
     """Linear attention, ``phi(Q) phi(K)^T`` in place of ``exp(Q K^T)``, in one of three forms.
 
-    With ``normalize`` (Katharopoulos et al., 2020, eq. 6) query ``i`` returns
+    With ``normalize`` (as Katharopoulos et al., 2020 define it) query ``i`` returns
     ``sum_j phi(q_i).phi(k_j) v_j / sum_j phi(q_i).phi(k_j)`` over the keys it may see (all of
     them, or with ``causal`` the keys ``j <= i``); without it, the numerator alone. The forms
     compute the same output and differ in cost:
@@ -91,16 +96,20 @@ def linear_attention(
         form: ``"parallel"``, ``"recurrent"`` or ``"chunked"``.
         chunk_size: The chunk length of the chunked form.
         normalize: Divide by ``phi(q_i) . sum_j phi(k_j)``. It needs features that keep the sum
-            away from 0, as a positive feature map does; with ``feature_map=None`` the sum can
-            be 0 or change sign, so that combination is refused (pass ``normalize=False``).
+            away from 0, as a positive feature map does (``"elu+1"``): with ``feature_map=None``
+            the sum can be 0 or change sign, so that combination is refused (pass
+            ``normalize=False``); with another map (``"relu"``), a sum of exactly 0 for some
+            query raises ``ValueError`` rather than return NaN.
 
     Returns:
         The output ``[..., T, Dv]``, in the dtype of ``query``.
 
     Raises:
-        TypeError: If an input is not a floating tensor, or a flag is not a bool.
+        TypeError: If an input is not a floating tensor, the three dtypes differ, or a flag is
+            not a bool.
         ValueError: If the shapes do not match, ``form`` or ``feature_map`` is unknown,
-            ``chunk_size`` is not positive, or ``normalize`` is asked with no feature map.
+            ``chunk_size`` is not positive, ``normalize`` is asked with no feature map, or a
+            normaliser is 0.
     """
     _check_tensors(query, key, value)
     check_bool(causal, "causal")
@@ -137,6 +146,8 @@ def linear_attention(
     else:
         raise TypeError(f"feature_map must be a name, a callable or None, got {feature_map!r}")
     dtype = query.dtype
+    if query.shape[-2] == 0:  # no positions: nothing to attend
+        return value.new_zeros(value.shape)
     work = _working_dtype(dtype)
     q, k = phi(query.to(work)), phi(key.to(work))
     if q.shape != query.shape or k.shape != key.shape:
@@ -152,6 +163,12 @@ def linear_attention(
     else:
         out = _chunked(q, k, v, chunk_size)
     if normalize:
+        if (out[..., -1:] == 0).any():
+            raise ValueError(
+                "the normaliser phi(q) . sum phi(k) is 0 for some query (its features and the "
+                "keys' share no positive coordinate): use a positive feature map such as "
+                "'elu+1', or normalize=False"
+            )
         out = out[..., :-1] / out[..., -1:]
     return out.to(dtype)
 
@@ -204,30 +221,36 @@ def delta_rule(
     ``exp(decay_t)`` (per head, or per key channel: row ``c`` of the state by
     ``exp(decay_t[c])``), then moved toward predicting ``v_t`` from ``k_t``,
     ``S_t = S' + beta_t k_t (v_t - S'^T k_t)^T``, and read by the query,
-    ``o_t = S_t^T q_t / sqrt(Dk)``. With ``decay=None`` this is DeltaNet's rule; a decay per
+    ``o_t = S_t^T q_t / sqrt(Dk)`` (the papers write ``S_t^T q_t``; the models' code scales the
+    queries by ``1 / sqrt(Dk)``, and so does this). With ``decay=None`` this is DeltaNet's
+    rule; a decay per
     head is Gated DeltaNet's (Qwen3-Next), one per key channel Kimi Delta Attention's (Kimi
     Linear). Both models normalise the queries and keys to unit length first
     (``qk_l2norm=True``, as their layers pass it: ``x * rsqrt(sum x^2 + 1e-6)``). With a unit key
     and ``beta`` in ``[0, 1]``, ``I - beta k k^T`` scales the state along ``k`` by
-    ``1 - beta`` and leaves the rest: the state cannot grow. With longer keys, ``beta |k|^2 > 2``
-    makes that factor exceed 1 in size, and the state can grow from step to step.
+    ``1 - beta`` and leaves the rest, and the write makes the new component along ``k`` a mix of
+    the old prediction and the value, ``(1 - beta) k^T S' + beta v^T``: the state stays bounded
+    by its start and the values. With longer keys, ``beta |k|^2 > 2`` makes that factor exceed 1
+    in size, and the state can grow from step to step without bound.
 
     Value heads may be a multiple of the query/key heads: key head ``j`` serves the value heads
     ``j * r .. (j + 1) * r - 1``, ``r = Hv // Hk`` (Qwen3-Next's grouping, whose published
     configuration has 16 key heads and 32 value heads).
 
     ``chunk_size=None`` runs the recurrence token by token; an int runs it chunk by chunk, each
-    chunk's corrections solved at once (a unit lower-triangular system, the "UT transform" of
-    Yang et al., 2024), which gives the same result. A sequence fed in pieces, each piece's
-    ``initial_state`` the state the previous one returned, gives the output of the whole.
+    chunk's corrections solved at once (a unit lower-triangular system: the UT transform of
+    Joffrain et al., 2006, as Yang et al., 2024 use it), which gives the same result. A
+    sequence fed in pieces, each piece's ``initial_state`` the state the previous one
+    returned, gives the output of the whole.
 
     Args:
         query: ``[B, Hk, T, Dk]``.
         key: ``[B, Hk, T, Dk]``.
         value: ``[B, Hv, T, Dv]``, ``Hv`` a multiple of ``Hk``.
         beta: ``[B, Hv, T]``, each step's learning rate, in ``[0, 1]``.
-        decay: ``None``, or the log of each step's forgetting factor, ``<= 0``: ``[B, Hv, T]``
-            (one per head) or ``[B, Hv, T, Dk]`` (one per key channel).
+        decay: ``None``, or the log of each step's forgetting factor in ``[0, 1]``, so
+            ``<= 0`` (``-inf`` forgets everything): ``[B, Hv, T]`` (one per head) or
+            ``[B, Hv, T, Dk]`` (one per key channel).
         chunk_size: ``None`` (token by token) or the chunk length, a positive int.
         initial_state: ``[B, Hv, Dk, Dv]``, the state before the first position (zeros if
             ``None``).
@@ -240,10 +263,12 @@ def delta_rule(
         ``return_state``.
 
     Raises:
-        TypeError: If an input is not a floating tensor, or a flag is not a bool.
+        TypeError: If an input is not a floating tensor, query, key and value differ in dtype,
+            or a flag is not a bool (``beta``, ``decay`` and ``initial_state`` are computed in
+            the working dtype whatever their floating dtype).
         ValueError: If the shapes do not match (heads that do not group, widths or lengths that
-            differ), ``beta`` leaves ``[0, 1]``, ``decay`` is positive, or ``chunk_size`` is not
-            positive.
+            differ), ``beta`` leaves ``[0, 1]``, ``decay`` is positive or NaN, or ``chunk_size``
+            is not positive.
     """
     _check_tensors(query, key, value)
     check_bool(return_state, "return_state")
@@ -270,6 +295,13 @@ def delta_rule(
     heads = (batch, value_heads, length)
     if not isinstance(beta, torch.Tensor) or tuple(beta.shape) != heads:
         raise ValueError(f"beta must be a tensor [B, Hv, T] = {list(heads)}, got {_shape(beta)}")
+    for name, tensor in (("beta", beta), ("decay", decay), ("initial_state", initial_state)):
+        if (
+            tensor is not None
+            and isinstance(tensor, torch.Tensor)
+            and not tensor.is_floating_point()
+        ):
+            raise TypeError(f"{name} must be a floating tensor, got {tensor.dtype}")
     if ((beta < 0) | (beta > 1)).any() or beta.isnan().any():
         raise ValueError("beta must lie in [0, 1]")
     if decay is not None:
@@ -280,7 +312,7 @@ def delta_rule(
                 f"{list(per[1])}, got {_shape(decay)}"
             )
         if (decay > 0).any() or decay.isnan().any():
-            raise ValueError("decay is the log of a forgetting factor in (0, 1]: it must be <= 0")
+            raise ValueError("decay is the log of a forgetting factor in [0, 1]: it must be <= 0")
     state_shape = (batch, value_heads, key_dim, value_dim)
     if initial_state is not None and (
         not isinstance(initial_state, torch.Tensor) or tuple(initial_state.shape) != state_shape
@@ -304,7 +336,9 @@ def delta_rule(
         g = decay.to(work)
         g = g[..., None] if g.ndim == 3 else g  # [B, Hv, T, 1 or Dk]
     state = q.new_zeros(state_shape) if initial_state is None else initial_state.to(work).clone()
-    if chunk_size is None:
+    if length == 0:  # no positions: the state passes through
+        out = v.new_zeros(v.shape)
+    elif chunk_size is None:
         out, state = _delta_recurrent(q, k, v, b, g, state)
     else:
         out, state = _delta_chunked(q, k, v, b, g, state, chunk_size)
@@ -328,6 +362,19 @@ def _delta_recurrent(q, k, v, b, g, state):
     return torch.stack(out, dim=2), state
 
 
+def _segment_sums(g: torch.Tensor) -> torch.Tensor:
+    """``out[..., t, j, :] = g[..., j+1, :] + ... + g[..., t, :]`` for ``j <= t`` (0 on the
+    diagonal), ``-inf`` above it, for ``g`` ``[B, H, C, Dk or 1]``: each sum taken from its own
+    start, not as a difference of running sums, so a large decay early in a chunk does not
+    swamp the small ones after it (Mamba-2's ``segsum``)."""
+    size = g.shape[2]
+    later = torch.ones(size, size, dtype=torch.bool, device=g.device).tril(-1)  # t > j
+    steps = g[:, :, :, None, :].expand(-1, -1, -1, size, -1)  # [B, H, t, j, .] = g_t
+    sums = steps.masked_fill(~later[:, :, None], 0.0).cumsum(dim=2)
+    upper = ~torch.ones(size, size, dtype=torch.bool, device=g.device).tril()  # j > t
+    return sums.masked_fill(upper[:, :, None], float("-inf"))
+
+
 def _delta_chunked(q, k, v, b, g, state, chunk_size: int):
     """The delta rule one chunk at a time. Inside a chunk of C positions, with ``a_t`` the decay
     accumulated from the chunk's start through ``t`` (per channel) and ``u_t = S_t - S'`` the
@@ -336,25 +383,23 @@ def _delta_chunked(q, k, v, b, g, state, chunk_size: int):
     out = []
     for start in range(0, q.shape[2], chunk_size):
         stop = min(start + chunk_size, q.shape[2])
-        qc, kc, vc, bc = (x[:, :, start:stop] for x in (q, k, v, b))
-        cum = g[:, :, start:stop].cumsum(dim=2)  # [B, Hv, C, Dk or 1]: log a_t
+        qc, kc, vc, bc, gc = (x[:, :, start:stop] for x in (q, k, v, b, g))
         size = stop - start
-        lower = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()  # j <= t
-        # decay from j to t, per channel: exp(log a_t - log a_j) for j <= t, else 0
-        between = (cum[:, :, :, None, :] - cum[:, :, None, :, :]).masked_fill(
-            ~lower[:, :, None], float("-inf")
-        )
-        between = between.exp()  # [B, Hv, C, C, Dk or 1]
+        from_start = gc.cumsum(dim=2).exp()  # a_t: [B, Hv, C, Dk or 1]
+        between = _segment_sums(gc).exp()  # a_t / a_j for j <= t, else 0: [B, Hv, C, C, .]
         # [(a_t / a_j * k_j) . k_t] and the same with q_t: [B, Hv, C, C]
-        kk = (kc[:, :, :, None, :] * between * kc[:, :, None, :, :]).sum(dim=-1)
-        qk = (qc[:, :, :, None, :] * between * kc[:, :, None, :, :]).sum(dim=-1)
-        decayed_k = kc * cum.exp()  # a_t * k_t
+        if gc.shape[-1] == 1:  # one decay per head: a scalar per pair of positions
+            kk = (kc @ kc.transpose(-2, -1)) * between[..., 0]
+            qk = (qc @ kc.transpose(-2, -1)) * between[..., 0]
+        else:
+            kk = (kc[:, :, :, None, :] * between * kc[:, :, None, :, :]).sum(dim=-1)
+            qk = (qc[:, :, :, None, :] * between * kc[:, :, None, :, :]).sum(dim=-1)
         system = torch.eye(size, dtype=q.dtype, device=q.device) + bc[..., None] * kk.tril(-1)
-        rhs = bc[..., None] * (vc - decayed_k @ state)  # [B, Hv, C, Dv]
+        rhs = bc[..., None] * (vc - (kc * from_start) @ state)  # [B, Hv, C, Dv]
         u = torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)
-        out.append((qc * cum.exp()) @ state + qk @ u)
-        to_end = (cum[:, :, -1:] - cum).exp()  # a_C / a_j: [B, Hv, C, Dk or 1]
-        state = state * cum[:, :, -1, :, None].exp() + (kc * to_end).transpose(-2, -1) @ u
+        out.append((qc * from_start) @ state + qk @ u)
+        to_end = between[:, :, -1]  # a_C / a_j: [B, Hv, C, Dk or 1]
+        state = state * from_start[:, :, -1, :, None] + (kc * to_end).transpose(-2, -1) @ u
     return torch.cat(out, dim=2), state
 
 

@@ -4,8 +4,9 @@
 :func:`topk_attention` runs scaled dot-product attention over them. Which scores pick the keys
 is the design question: the attention's own ``q . k`` (exact top-k, which still computes every
 score), or a cheaper scorer's. DeepSeek-V3.2's :class:`LightningIndexer` is such a scorer: a few
-small heads with ReLU score every key from the hidden states, and only the top ``k`` keys are
-attended with the full attention (DeepSeek Sparse Attention).
+small heads with ReLU score every key (queries from the compressed query latent, one key per
+position from the hidden states), and only the top ``k`` keys are attended with the full
+attention (DeepSeek Sparse Attention).
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def topk_mask(scores: torch.Tensor, k: int, mask: torch.Tensor | None = None) ->
         scores = scores.masked_fill(~mask, float("-inf"))
     top = scores.topk(k, dim=-1).indices  # [..., Tq, k]
     kept = torch.zeros_like(scores, dtype=torch.bool).scatter(-1, top, True)
-    return kept & scores.isfinite() if mask is not None else kept
+    # A query that sees fewer than k keys had blocked ones fill its top k: drop them.
+    return kept & mask if mask is not None else kept
 
 
 def topk_attention(

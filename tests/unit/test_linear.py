@@ -65,7 +65,7 @@ def test_the_three_forms_are_the_formula_written_out(
     length, widths, causal, normalize, feature_map, chunk_size, seed
 ):
     if feature_map != "elu+1":
-        normalize = False  # relu's sum can be 0, the identity's any sign: refused (below)
+        normalize = False  # relu's sum can be 0 (an error), the identity's any sign (refused)
     dk, dv = widths
     q, k = randn(2, 3, length, dk, seed=seed), randn(2, 3, length, dk, seed=seed + 1)
     v = randn(2, 3, length, dv, seed=seed + 2)
@@ -93,16 +93,20 @@ def test_a_callable_feature_map_and_the_dtype_are_kept():
     assert got.dtype == torch.float64
     torch.testing.assert_close(got, expected)
     half = linear_attention(q.half(), k.half(), v.half(), form="recurrent")
-    assert half.dtype == torch.float16
+    assert half.dtype == torch.float16  # computed in float32, rounded once at the end
+    expected = linear_attention(q.half().float(), k.half().float(), v.half().float())
+    torch.testing.assert_close(half, expected.half())
 
 
-def test_with_exp_features_and_no_causal_mask_it_is_softmax_attention():
-    # exp(q . k) = phi(q) . phi(k) has no finite phi, but the normalised sum over the keys of
-    # exp(q . k) v is softmax attention: the parallel form with the exp of the scores.
-    q, k, v = (randn(2, 5, 3, seed=s, dtype=torch.float64) for s in (4, 5, 6))
-    scores = (q @ k.transpose(-2, -1)).exp()
-    ours = (scores @ v) / scores.sum(-1, keepdim=True)
-    torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v, scale=1.0))
+def test_an_empty_sequence_gives_an_empty_output():
+    empty = torch.zeros(2, 3, 0, 4)
+    for form in ("parallel", "recurrent", "chunked"):
+        assert linear_attention(empty, empty, empty, form=form).shape == (2, 3, 0, 4)
+    state = torch.ones(2, 3, 4, 4)
+    out, passed = delta_rule(
+        empty, empty, empty, torch.zeros(2, 3, 0), initial_state=state, return_state=True
+    )
+    assert out.shape == (2, 3, 0, 4) and torch.equal(passed, state)
 
 
 # --- The delta rule against the models' code --------------------------------------------------
@@ -241,6 +245,33 @@ def test_a_sequence_fed_in_pieces_gives_the_whole(channel_decay, cut):
     torch.testing.assert_close(final, whole_state, atol=2e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("channel_decay", [False, True], ids=["per_head", "per_channel"])
+def test_chunks_keep_small_decays_after_a_large_one_and_forget_at_minus_infinity(channel_decay):
+    # A running sum of log decays would swamp the -0.01 steps after a -1e6 one in float32.
+    x = delta_inputs(1, 2, 2, 70, 4, 3, channel_decay=channel_decay, seed=8)
+    decay = torch.full_like(x["decay"], -0.01)
+    decay[:, :, 0] = -1e6
+    decay[:, :, 40] = float("-inf")  # a factor of 0: the state is wiped
+    args = (x["query"], x["key"], x["value"], x["beta"])
+    recurrent = delta_rule(*args, decay=decay, qk_l2norm=True)
+    for chunk_size in (16, 64):
+        chunked = delta_rule(*args, decay=decay, chunk_size=chunk_size, qk_l2norm=True)
+        assert not chunked.isnan().any()
+        torch.testing.assert_close(chunked, recurrent, atol=2e-6, rtol=1e-5)
+    # After the wipe the output is that of a sequence that starts at position 40.
+    start = delta_rule(*(a[:, :, 40:] for a in args), decay=decay[:, :, 40:], qk_l2norm=True)
+    torch.testing.assert_close(recurrent[:, :, 40:], start, atol=2e-6, rtol=1e-5)
+
+
+def test_chunks_agree_with_the_recurrence_on_keys_of_any_length():
+    # Without the unit-length keys the state may grow; in float64 both forms still agree.
+    x = delta_inputs(2, 1, 3, 33, 5, 4, channel_decay=True, seed=12)
+    args = [x[n].double() for n in ("query", "key", "value", "beta")]
+    recurrent = delta_rule(*args, decay=x["decay"].double())
+    chunked = delta_rule(*args, decay=x["decay"].double(), chunk_size=8)
+    torch.testing.assert_close(chunked, recurrent, atol=1e-9, rtol=1e-9)
+
+
 def test_with_unit_keys_a_full_step_writes_the_value_exactly():
     # beta = 1, no decay: after the step, the state maps the (unit) key to its value exactly.
     key = F.normalize(randn(1, 1, 1, 4, seed=9, dtype=torch.float64), dim=-1)
@@ -331,6 +362,10 @@ def test_linear_attention_refuses_bad_input():
         linear_attention(q, k, torch.zeros(1, 2, 5, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="keep the shape"):
         linear_attention(q, k, v, feature_map=lambda x: x.sum(-1))
+    with pytest.raises(ValueError, match="normaliser .* is 0"):  # relu of negative queries
+        linear_attention(-torch.ones(1, 2, 5, 4), k + 1, v, feature_map="relu")
+    with pytest.raises(TypeError, match="share one dtype"):
+        linear_attention(q, k.double(), v)
 
 
 def test_delta_rule_refuses_bad_input():
@@ -356,3 +391,9 @@ def test_delta_rule_refuses_bad_input():
         delta_rule(q, k, v, beta, initial_state=torch.zeros(1, 4, 3, 3))
     with pytest.raises(TypeError, match="return_state must be a bool"):
         delta_rule(q, k, v, beta, return_state=1)
+    with pytest.raises(TypeError, match="share one dtype"):
+        delta_rule(q, k.double(), v, beta)
+    with pytest.raises(TypeError, match="beta must be a floating tensor"):
+        delta_rule(q, k, v, (beta > 0.5).long())
+    with pytest.raises(ValueError, match="must be <= 0"):
+        delta_rule(q, k, v, beta, decay=torch.full_like(beta, float("nan")))

@@ -12,6 +12,7 @@ from transformers import DeepseekV32Config
 from transformers.models.deepseek_v32.modeling_deepseek_v32 import (
     DeepseekV32Indexer,
     DeepseekV32RotaryEmbedding,
+    apply_rotary_pos_emb,
 )
 
 from attention_lab.attention import scaled_dot_product_attention
@@ -57,6 +58,12 @@ def test_topk_attention_reads_only_the_kept_keys_and_with_every_key_is_attention
     assert ((chosen > 0) == topk_mask(other, 2)).all()
 
 
+def test_a_visible_key_of_infinite_score_is_kept():
+    scores = torch.tensor([[0.0, float("inf"), 1.0, 2.0]])
+    kept = topk_mask(scores, 2, torch.ones(1, 4, dtype=torch.bool))
+    assert kept.tolist() == [[False, True, False, True]]
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="at most the number of keys"):
         topk_mask(torch.zeros(2, 4), 5)
@@ -66,6 +73,22 @@ def test_bad_input_is_refused():
         topk_mask(torch.zeros(2, 4), 2, mask=torch.ones(2, 4))
     with pytest.raises(ValueError, match="rope_dim must be even"):
         LightningIndexer(16, 8, 2, 8, 3, 4)
+
+
+def indexer_scores_as_the_reference_computes_them(reference, x, q_resid, cos, sin, causal):
+    """DeepseekV32Indexer.forward's scores, step by step from its own modules (its forward
+    returns only the indices)."""
+    batch, length, _ = x.shape
+    heads, dim, rope = reference.n_heads, reference.head_dim, reference.qk_rope_head_dim
+    q = reference.wq_b(q_resid).view(batch, length, heads, dim)
+    k = reference.k_norm(reference.wk(x)).unsqueeze(2)
+    q_rot, q_k_rot = apply_rotary_pos_emb(q[..., :rope], k[..., :rope], cos, sin, unsqueeze_dim=2)
+    q = torch.cat([q_rot, q[..., rope:]], dim=-1).transpose(1, 2)  # [B, H, T, Dh]
+    k = torch.cat([q_k_rot, k[..., rope:]], dim=-1).squeeze(2)  # [B, T, Dh]
+    scores = torch.relu(q @ k.transpose(-1, -2).unsqueeze(1) * dim**-0.5)  # [B, H, T, T]
+    weights = reference.weights_proj(x) * heads**-0.5  # [B, T, H]
+    total = (weights.transpose(1, 2).unsqueeze(-1) * scores).sum(dim=1)
+    return total.masked_fill(~causal, float("-inf"))
 
 
 @pytest.mark.parametrize("top_k", [1, 4, 16])
@@ -82,19 +105,26 @@ def test_the_lightning_indexer_picks_deepseek_v32_s_keys(top_k):
         for parameter in reference.parameters():
             parameter.normal_(0.0, 0.5)
     ours = LightningIndexer.from_hf(reference).eval()
-    batch, length = 2, 13
+    batch, length = 2, 29  # longer than top_k: most queries choose among more keys than k
     x, q_resid = randn(batch, length, 32, seed=5), randn(batch, length, 24, seed=6)
     positions = torch.arange(length)
     cos, sin = DeepseekV32RotaryEmbedding(config)(x, positions[None].expand(batch, -1))
     causal = causal_mask(length)[None]  # [1, T, T]
     with torch.no_grad():
         expected = reference(x, q_resid, (cos, sin), causal, positions[None])
+        scores = ours.index_scores(x, q_resid, positions, causal)
+        written = indexer_scores_as_the_reference_computes_them(
+            reference, x, q_resid, cos, sin, causal
+        )
         got = ours(x, q_resid, positions, causal)
+    torch.testing.assert_close(scores, written, atol=1e-5, rtol=1e-5)
     assert got.shape == expected.shape == (batch, length, min(top_k, length))
     # As sets, over the keys each query may see (a query that sees fewer than k keys also
-    # lists blocked ones, in no order that means anything).
+    # lists blocked ones, in no order that means anything); best first by the scores.
     for b in range(batch):
         for i in range(length):
             mine = {j for j in got[b, i].tolist() if j <= i}
             theirs = {j for j in expected[b, i].tolist() if j <= i}
             assert mine == theirs and len(mine) == min(top_k, i + 1), (b, i)
+            ranked = scores[b, i, got[b, i][: min(top_k, i + 1)]]
+            assert (ranked[:-1] >= ranked[1:]).all(), (b, i)
