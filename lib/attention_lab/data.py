@@ -2,7 +2,9 @@
 
 A sentence here is a list of token ids (plain Python ints). Sentences have different lengths;
 :func:`pad_sequences` turns a batch of them into one ``[B, T]`` tensor and
-``attention_lab.masks.padding_mask`` then hides the padding from attention. :func:`to_frame`
+``attention_lab.masks.padding_mask`` then hides the padding from attention.
+:func:`multiquery_recall` makes the recall task on which fixed-size states are measured
+(Part VII). :func:`to_frame`
 lays a batch out as a ``pandas.DataFrame`` that keeps the truth (positions past a sentence's
 end are missing, not padding), and :func:`validate_frame` checks such a table.
 
@@ -197,6 +199,91 @@ def reversal_task(
     ids = rng.integers(1, vocab_size, size=(num_sentences, length), dtype=np.int64)  # [N, T]
     inputs = torch.from_numpy(ids)  # [N, T]
     return inputs, inputs.flip(-1)  # flip copies, so the two tensors share no memory
+
+
+#: The label of a position whose prediction is not scored (PyTorch's cross-entropy skips it).
+IGNORE_INDEX = -100
+
+
+def multiquery_recall(
+    num_examples: int,
+    num_pairs: int,
+    seq_len: int,
+    vocab_size: int,
+    *,
+    power_a: float = 0.01,
+    seed: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Multi-query associative recall (MQAR), the task of Arora et al. (2023, "Zoology").
+
+    Each example opens with ``num_pairs`` key-value pairs, ``k1 v1 k2 v2 ...``, keys from
+    ``[1, V // 2)`` and values from ``[V // 2, V)``, no key twice. The rest of the sequence is 0
+    (a filler) except that every key comes back once, as a query, at an even offset ``2 g`` of
+    that part; a model must answer it with its value, at the query's own position (the next
+    token it predicts). The gaps ``g`` are drawn without replacement with probability
+    ``p(g) ~ power_a * (g + 1) ** (power_a - 1)``: a small ``power_a`` makes short gaps far
+    likelier, as a repeated bigram in text comes back soon more often than late (``1.0`` is
+    uniform). This follows the layout of Zoology's ``multiquery_ar``; the draws are this
+    library's own (a local ``numpy.random.Generator``), so the same seed gives the same data
+    here, not Zoology's.
+
+    Args:
+        num_examples: ``N``, a non-negative int.
+        num_pairs: Key-value pairs per example, a positive int with ``4 * num_pairs <=
+            seq_len`` (the queries need room).
+        seq_len: ``T``, even.
+        vocab_size: ``V``, an int with ``V // 2 - 1 >= num_pairs`` (enough distinct keys) and
+            ``V - V // 2 >= num_pairs`` (values).
+        power_a: The power law's exponent, a real number in ``(0, 1]``.
+        seed: Seed of a local ``numpy.random.Generator``; ``None`` draws fresh randomness.
+
+    Returns:
+        ``(inputs, labels)``, both ``[N, T]`` ``torch.int64``: ``labels`` holds each query's
+        value at the query's position and :data:`IGNORE_INDEX` everywhere else.
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If a size is out of range or ``seq_len`` is odd.
+
+    Example:
+        >>> inputs, labels = multiquery_recall(1, num_pairs=2, seq_len=8, vocab_size=10, seed=0)
+        >>> inputs.shape, int((labels != IGNORE_INDEX).sum())
+        (torch.Size([1, 8]), 2)
+    """
+    check_int(num_examples, "num_examples", minimum=0)
+    check_int(num_pairs, "num_pairs")
+    check_int(seq_len, "seq_len")
+    check_int(vocab_size, "vocab_size")
+    _check_seed(seed)
+    if isinstance(power_a, bool) or not isinstance(power_a, numbers.Real):
+        raise TypeError(f"power_a must be a real number, got {type(power_a).__name__}")
+    if not 0 < power_a <= 1:
+        raise ValueError(f"power_a must lie in (0, 1], got {power_a}")
+    if seq_len % 2 or 4 * num_pairs > seq_len:
+        raise ValueError(
+            f"seq_len must be even and at least 4 * num_pairs = {4 * num_pairs}, got {seq_len}"
+        )
+    half = vocab_size // 2
+    if half - 1 < num_pairs or vocab_size - half < num_pairs:
+        raise ValueError(
+            f"vocab_size {vocab_size} has {half - 1} keys and {vocab_size - half} values, "
+            f"fewer than num_pairs = {num_pairs}"
+        )
+    rng = np.random.default_rng(seed)
+    context = 2 * num_pairs
+    space = (seq_len - context) // 2  # offsets a query may take, each two positions apart
+    p = power_a * np.arange(1, space + 1, dtype=np.float64) ** (power_a - 1)
+    p /= p.sum()
+    inputs = np.zeros((num_examples, seq_len), dtype=np.int64)
+    labels = np.full((num_examples, seq_len), IGNORE_INDEX, dtype=np.int64)
+    for n in range(num_examples):
+        keys = rng.choice(np.arange(1, half), size=num_pairs, replace=False)
+        values = rng.choice(np.arange(half, vocab_size), size=num_pairs, replace=False)
+        gaps = rng.choice(space, size=num_pairs, replace=False, p=p)
+        inputs[n, 0:context:2], inputs[n, 1:context:2] = keys, values
+        inputs[n, context + 2 * gaps] = keys  # each key asked once
+        labels[n, context + 2 * gaps] = values  # answered at the query's own position
+    return torch.from_numpy(inputs), torch.from_numpy(labels)
 
 
 def _unpad(token_ids: torch.Tensor, pad_id: int) -> list[list[int]]:

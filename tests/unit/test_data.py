@@ -4,12 +4,14 @@ import numpy as np
 import pandas
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn.utils.rnn import pad_sequence as torch_pad_sequence
 
 from attention_lab.data import (
+    IGNORE_INDEX,
     generate_synthetic_data,
+    multiquery_recall,
     pad_sequences,
     reversal_task,
     to_frame,
@@ -362,3 +364,56 @@ def test_validate_frame_names_the_row_label_of_a_filtered_frame():
     frame = frame[frame["pos_0"] > 1]  # boolean filtering keeps labels 1 and 2
     with pytest.raises(ValueError, match=r"row 2, column 'pos_0': token id 30"):
         validate_frame(frame, vocab_size=10)
+
+
+# --- Multi-query associative recall -------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    num_pairs=st.integers(1, 6), extra=st.integers(0, 6), vocab_extra=st.integers(0, 9),
+    power_a=st.sampled_from([0.01, 0.3, 1.0]), seed=st.integers(0, 2**16),
+)  # fmt: skip
+def test_multiquery_recall_asks_every_key_once_and_labels_its_value(
+    num_pairs, extra, vocab_extra, power_a, seed
+):
+    seq_len = 4 * num_pairs + 2 * extra
+    vocab = 2 * num_pairs + 2 + vocab_extra
+    inputs, labels = multiquery_recall(5, num_pairs, seq_len, vocab, power_a=power_a, seed=seed)
+    assert inputs.shape == labels.shape == (5, seq_len) and inputs.dtype == torch.int64
+    context = 2 * num_pairs
+    for row, label in zip(inputs.tolist(), labels.tolist(), strict=True):
+        keys, values = row[0:context:2], row[1:context:2]
+        assert len(set(keys)) == num_pairs
+        assert all(1 <= k < vocab // 2 for k in keys) and all(
+            vocab // 2 <= v < vocab for v in values
+        )
+        answer = dict(zip(keys, values, strict=True))
+        asked = [(t, x) for t, x in enumerate(row) if t >= context and x != 0]
+        assert sorted(x for _, x in asked) == sorted(keys)  # each key once, nothing else
+        assert all((t - context) % 2 == 0 for t, _ in asked)
+        scored = {t: y for t, y in enumerate(label) if y != IGNORE_INDEX}
+        assert scored == {t: answer[x] for t, x in asked}
+
+
+def test_multiquery_recall_draws_short_gaps_by_the_power_law_and_is_seeded():
+    inputs, _ = multiquery_recall(4000, 1, 34, 8, power_a=0.01, seed=0)
+    gaps = (inputs[:, 2:] != 0).float().argmax(dim=1) // 2  # the one query's offset / 2
+    p = 0.01 * torch.arange(1, 17, dtype=torch.float64) ** (0.01 - 1)
+    p /= p.sum()
+    share = (gaps == 0).double().mean()
+    margin = 5 * (p[0] * (1 - p[0]) / 4000) ** 0.5  # five binomial standard deviations
+    assert abs(share - p[0]) < margin, (share, p[0])
+    again, _ = multiquery_recall(4000, 1, 34, 8, power_a=0.01, seed=0)
+    assert torch.equal(inputs, again)
+
+
+def test_multiquery_recall_refuses_sizes_that_do_not_fit():
+    with pytest.raises(ValueError, match="at least 4 \\* num_pairs"):
+        multiquery_recall(1, 5, 18, 40)
+    with pytest.raises(ValueError, match="even"):
+        multiquery_recall(1, 2, 9, 40)
+    with pytest.raises(ValueError, match="fewer than num_pairs"):
+        multiquery_recall(1, 4, 16, 8)
+    with pytest.raises(ValueError, match=r"power_a must lie in \(0, 1\]"):
+        multiquery_recall(1, 2, 8, 10, power_a=0.0)
