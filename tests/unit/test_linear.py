@@ -137,40 +137,44 @@ QWEN_SHAPES = [  # (B, Hk, Hv, T, Dk, Dv): value heads grouped 1, 2 and 4 to a k
 ]
 
 
-@pytest.mark.parametrize(
-    "shape", QWEN_SHAPES, ids=lambda s: "B{}-Hk{}-Hv{}-T{}-Dk{}-Dv{}".format(*s)
-)
-@pytest.mark.parametrize("with_state", [False, True], ids=["zeros", "initial_state"])
-@pytest.mark.parametrize("chunk_size", [None, 1, 7, 16, 64], ids=lambda c: f"chunk{c}")
-def test_gated_delta_rule_is_qwen3_next_s(shape, with_state, chunk_size):
-    batch, key_heads, value_heads, length, dk, dv = shape
-    x = delta_inputs(batch, key_heads, value_heads, length, dk, dv, channel_decay=False, seed=7)
-    state = x["state"] if with_state else None
+def agrees_with_the_models(x, state, chunk_size, recurrent, chunked):
+    """Our rule on ``x`` (``delta_inputs``) against a model's two functions, each called as
+    transformers' signatures take them: output and final state, within float32's rounding."""
     args = [to_models(x[n]) for n in ("query", "key", "value", "decay", "beta")]
-    recurrent, recurrent_state = torch_recurrent_gated_delta_rule(
-        *args, initial_state=state, output_final_state=True, use_qk_l2norm_in_kernel=True
-    )
-    chunked, chunked_state = torch_chunk_gated_delta_rule(
-        *args,
-        chunk_size=16,
-        initial_state=state,
-        output_final_state=True,
-        use_qk_l2norm_in_kernel=True,
+    references = (
+        recurrent(*args, state, True, use_qk_l2norm_in_kernel=True),
+        chunked(
+            *args,
+            chunk_size=16,
+            initial_state=state,
+            output_final_state=True,
+            use_qk_l2norm_in_kernel=True,
+        ),
     )
     ours, ours_state = delta_rule(
-        x["query"],
-        x["key"],
-        x["value"],
-        x["beta"],
+        *(x[n] for n in ("query", "key", "value", "beta")),
         decay=x["decay"],
         chunk_size=chunk_size,
         initial_state=state,
         return_state=True,
         qk_l2norm=True,
     )
-    for reference, reference_state in ((recurrent, recurrent_state), (chunked, chunked_state)):
+    for reference, reference_state in references:
         torch.testing.assert_close(ours, to_models(reference), atol=2e-6, rtol=1e-5)
         torch.testing.assert_close(ours_state, reference_state, atol=2e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "shape", QWEN_SHAPES, ids=lambda s: "B{}-Hk{}-Hv{}-T{}-Dk{}-Dv{}".format(*s)
+)
+@pytest.mark.parametrize("with_state", [False, True], ids=["zeros", "initial_state"])
+@pytest.mark.parametrize("chunk_size", [None, 1, 7, 16, 64], ids=lambda c: f"chunk{c}")
+def test_gated_delta_rule_is_qwen3_next_s(shape, with_state, chunk_size):
+    x = delta_inputs(*shape, channel_decay=False, seed=7)
+    state = x["state"] if with_state else None
+    agrees_with_the_models(
+        x, state, chunk_size, torch_recurrent_gated_delta_rule, torch_chunk_gated_delta_rule
+    )
 
 
 @pytest.mark.parametrize("chunk_size", [None, 5, 64], ids=lambda c: f"chunk{c}")
@@ -178,31 +182,9 @@ def test_gated_delta_rule_is_qwen3_next_s(shape, with_state, chunk_size):
 def test_a_decay_per_key_channel_is_kimi_delta_attention_s(chunk_size, with_state):
     x = delta_inputs(2, 3, 3, 41, 8, 6, channel_decay=True, seed=11)
     state = x["state"] if with_state else None
-    args = [to_models(x[n]) for n in ("query", "key", "value", "decay", "beta")]
-    recurrent, recurrent_state = recurrent_kimi_delta_attention(
-        *args, state, True, use_qk_l2norm_in_kernel=True
+    agrees_with_the_models(
+        x, state, chunk_size, recurrent_kimi_delta_attention, chunk_kimi_delta_attention
     )
-    chunked, chunked_state = chunk_kimi_delta_attention(
-        *args,
-        chunk_size=16,
-        initial_state=state,
-        output_final_state=True,
-        use_qk_l2norm_in_kernel=True,
-    )
-    ours, ours_state = delta_rule(
-        x["query"],
-        x["key"],
-        x["value"],
-        x["beta"],
-        decay=x["decay"],
-        chunk_size=chunk_size,
-        initial_state=state,
-        return_state=True,
-        qk_l2norm=True,
-    )
-    for reference, reference_state in ((recurrent, recurrent_state), (chunked, chunked_state)):
-        torch.testing.assert_close(ours, to_models(reference), atol=2e-6, rtol=1e-5)
-        torch.testing.assert_close(ours_state, reference_state, atol=2e-6, rtol=1e-5)
 
 
 def test_without_a_decay_it_is_deltanet_the_models_rule_with_no_forgetting():
