@@ -42,10 +42,6 @@ FEATURE_MAPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 FORMS = ("parallel", "recurrent", "chunked")
 
 
-def _working_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.promote_types(dtype, torch.float32)
-
-
 def _check_tensors(query, key, value, names=("query", "key", "value")) -> None:
     for name, tensor in zip(names, (query, key, value), strict=True):
         if not isinstance(tensor, torch.Tensor):
@@ -148,7 +144,7 @@ def linear_attention(
     dtype = query.dtype
     if query.shape[-2] == 0:  # no positions: nothing to attend
         return value.new_zeros(value.shape)
-    work = _working_dtype(dtype)
+    work = torch.promote_types(dtype, torch.float32)
     q, k = phi(query.to(work)), phi(key.to(work))
     if q.shape != query.shape or k.shape != key.shape:
         raise ValueError("feature_map must keep the shape of the queries and keys")
@@ -323,7 +319,7 @@ def delta_rule(
         )
 
     dtype = query.dtype
-    work = _working_dtype(dtype)
+    work = torch.promote_types(dtype, torch.float32)
     group = value_heads // key_heads
     q, k = (x.to(work).repeat_interleave(group, dim=1) for x in (query, key))  # [B, Hv, T, Dk]
     if qk_l2norm:

@@ -16,7 +16,7 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import check_int
 from attention_lab.attention import scaled_dot_product_attention
-from attention_lab.positional import rotary_embedding
+from attention_lab.positional import RotaryEmbedding
 
 __all__ = ["LightningIndexer", "topk_attention", "topk_mask"]
 
@@ -140,16 +140,17 @@ class LightningIndexer(torch.nn.Module):
         if rope_dim % 2 or rope_dim > head_dim:
             raise ValueError(f"rope_dim must be even and at most head_dim, got {rope_dim}")
         self.num_heads, self.head_dim, self.rope_dim = num_heads, head_dim, rope_dim
-        self.top_k, self.base = top_k, float(base)
+        self.top_k = top_k
         self.q_proj = torch.nn.Linear(q_rank, num_heads * head_dim, bias=False)
         self.k_proj = torch.nn.Linear(d_model, head_dim, bias=False)
         self.k_norm = torch.nn.LayerNorm(head_dim, eps=1e-6)
         self.weights_proj = torch.nn.Linear(d_model, num_heads, bias=False)
+        # Half layout, as DeepSeek's indexer rotates (its MLA attention interleaves).
+        self.rotary = RotaryEmbedding(rope_dim, base=base, layout="half")
 
     def _rotated(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         rot, rest = x.split([self.rope_dim, self.head_dim - self.rope_dim], dim=-1)
-        rot = rotary_embedding(rot, positions, base=self.base, layout="half")
-        return torch.cat([rot, rest], dim=-1)
+        return torch.cat([self.rotary(rot, positions), rest], dim=-1)
 
     def index_scores(
         self,

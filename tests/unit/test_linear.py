@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attention_lab.linear import FEATURE_MAPS, GatedDeltaNet, delta_rule, linear_attention
+from support.tensors import random_inputs
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -30,10 +31,6 @@ with warnings.catch_warnings():
     )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def randn(*shape, seed, dtype=torch.float32):
-    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 def written_out(query, key, value, phi, causal, normalize):
@@ -67,8 +64,7 @@ def test_the_three_forms_are_the_formula_written_out(
     if feature_map != "elu+1":
         normalize = False  # relu's sum can be 0 (an error), the identity's any sign (refused)
     dk, dv = widths
-    q, k = randn(2, 3, length, dk, seed=seed), randn(2, 3, length, dk, seed=seed + 1)
-    v = randn(2, 3, length, dv, seed=seed + 2)
+    q, k, v = random_inputs([(2, 3, length, dk), (2, 3, length, dk), (2, 3, length, dv)], seed=seed)
     phi = FEATURE_MAPS.get(feature_map, lambda x: x)
     expected = written_out(q, k, v, phi, causal, normalize).float()
     for form in ("parallel", "recurrent", "chunked"):
@@ -87,7 +83,7 @@ def test_the_three_forms_are_the_formula_written_out(
 
 
 def test_a_callable_feature_map_and_the_dtype_are_kept():
-    q, k, v = (randn(1, 2, 6, 4, seed=s, dtype=torch.float64) for s in (1, 2, 3))
+    q, k, v = random_inputs([(1, 2, 6, 4)] * 3, torch.float64, seed=1)
     got = linear_attention(q, k, v, feature_map=torch.exp, form="chunked", chunk_size=4)
     expected = written_out(q, k, v, torch.exp, causal=True, normalize=True)
     assert got.dtype == torch.float64
@@ -256,9 +252,8 @@ def test_chunks_agree_with_the_recurrence_on_keys_of_any_length():
 
 def test_with_unit_keys_a_full_step_writes_the_value_exactly():
     # beta = 1, no decay: after the step, the state maps the (unit) key to its value exactly.
-    key = F.normalize(randn(1, 1, 1, 4, seed=9, dtype=torch.float64), dim=-1)
-    value = randn(1, 1, 1, 3, seed=10, dtype=torch.float64)
-    start = randn(1, 1, 4, 3, seed=11, dtype=torch.float64)
+    key, value, start = random_inputs([(1, 1, 1, 4), (1, 1, 1, 3), (1, 1, 4, 3)], torch.float64, 9)
+    key = F.normalize(key, dim=-1)
     _, state = delta_rule(
         key, key, value, torch.ones(1, 1, 1, dtype=torch.float64),
         initial_state=start, return_state=True,
@@ -308,7 +303,7 @@ def test_gated_deltanet_is_qwen3_next_s_layer(key_heads, value_heads, chunk_size
             parameter.normal_(0.0, 0.3)
         reference.A_log.uniform_(-1.0, 1.0)
     ours = GatedDeltaNet.from_hf(reference, chunk_size=chunk_size).eval()
-    x = randn(2, 19, 32, seed=1)
+    x = random_inputs([(2, 19, 32)], seed=1)[0]
     with torch.no_grad():
         expected = reference(x)
         got = ours(x)

@@ -18,12 +18,9 @@ from transformers.models.deepseek_v32.modeling_deepseek_v32 import (
 from attention_lab.attention import scaled_dot_product_attention
 from attention_lab.masks import causal_mask
 from attention_lab.sparse import LightningIndexer, topk_attention, topk_mask
+from support.tensors import random_inputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def randn(*shape, seed):
-    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
 
 
 @settings(max_examples=30, deadline=None)
@@ -33,7 +30,7 @@ def randn(*shape, seed):
 )  # fmt: skip
 def test_topk_mask_keeps_the_k_best_visible_keys_of_each_query(tq, tk, data, causal, seed):
     k = data.draw(st.integers(1, tk))
-    scores = randn(2, tq, tk, seed=seed)
+    scores = random_inputs([(2, tq, tk)], seed=seed)[0]
     mask = torch.ones(tq, tk, dtype=torch.bool).tril(tk - tq) if causal else None
     kept = topk_mask(scores, k, mask)
     visible = mask if mask is not None else torch.ones(tq, tk, dtype=torch.bool)
@@ -45,7 +42,7 @@ def test_topk_mask_keeps_the_k_best_visible_keys_of_each_query(tq, tk, data, cau
 
 
 def test_topk_attention_reads_only_the_kept_keys_and_with_every_key_is_attention():
-    q, k, v = randn(2, 3, 5, 4, seed=1), randn(2, 3, 9, 4, seed=2), randn(2, 3, 9, 6, seed=3)
+    q, k, v = random_inputs([(2, 3, 5, 4), (2, 3, 9, 4), (2, 3, 9, 6)], seed=1)
     full = scaled_dot_product_attention(q, k, v)
     torch.testing.assert_close(topk_attention(q, k, v, 9), full)
     out, weights = topk_attention(q, k, v, 3)
@@ -53,7 +50,7 @@ def test_topk_attention_reads_only_the_kept_keys_and_with_every_key_is_attention
     assert (weights[~kept] == 0).all() and ((weights > 0) == kept).all()
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 5))
     # Another scorer's ranking picks the keys; the attention still weighs them by q . k.
-    other = randn(2, 3, 5, 9, seed=4)
+    other = random_inputs([(2, 3, 5, 9)], seed=4)[0]
     _, chosen = topk_attention(q, k, v, 2, scores=other)
     assert ((chosen > 0) == topk_mask(other, 2)).all()
 
@@ -106,7 +103,7 @@ def test_the_lightning_indexer_picks_deepseek_v32_s_keys(top_k):
             parameter.normal_(0.0, 0.5)
     ours = LightningIndexer.from_hf(reference).eval()
     batch, length = 2, 29  # longer than top_k: most queries choose among more keys than k
-    x, q_resid = randn(batch, length, 32, seed=5), randn(batch, length, 24, seed=6)
+    x, q_resid = random_inputs([(batch, length, 32), (batch, length, 24)], seed=5)
     positions = torch.arange(length)
     cos, sin = DeepseekV32RotaryEmbedding(config)(x, positions[None].expand(batch, -1))
     causal = causal_mask(length)[None]  # [1, T, T]

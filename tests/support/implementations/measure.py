@@ -56,11 +56,7 @@ def verdict(check: str, fn) -> dict:
     head, _, likely = message.partition("Likely mistake: ")
     if likely:
         text = likely.removesuffix(".")
-        key = _BY_TEXT.get(text) or next(
-            (k for t, k in _BY_TEXT.items() if text.startswith(t[:80])), "named?"
-        )
-        if text == _squash(UNKNOWN):
-            key = "unknown"
+        key = "unknown" if text == _squash(UNKNOWN) else _BY_TEXT.get(text, "named?")
     elif "Where it goes wrong: " in message:
         key = "located"
     else:
