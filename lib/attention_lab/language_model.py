@@ -8,7 +8,11 @@ train it on.
   final LayerNorm and a linear head that gives logits over the vocabulary at every position.
   Called as ``model(token_ids, mask)``, so :func:`attention_lab.training.train` trains it to
   predict each next token unchanged. :meth:`DecoderLM.decode` runs new positions only,
-  through one :class:`~attention_lab.caches.KVCache` per layer.
+  through one :class:`~attention_lab.caches.KVCache` per layer. ``layer_types`` makes it a
+  hybrid: some layers a :class:`RecurrentLayer` (a recurrence on a fixed-size state, Part VII)
+  instead of attention.
+- :class:`RecurrentLayer`: the pre-norm block around a
+  :class:`~attention_lab.linear.GatedDeltaNet` mixer.
 - :func:`generate`: greedy or temperature sampling, one token per step, with or without the
   key/value cache (the same tokens either way).
 - :class:`BracketLanguage`: a synthetic language whose rules are known (balanced brackets of
@@ -33,23 +37,30 @@ from attention_lab._validation import (
     check_id_range,
     check_int,
     check_real_above,
+    check_sequence,
     check_token_ids,
 )
 from attention_lab.attention_config import AttentionConfig
 from attention_lab.caches import KVCache
-from attention_lab.layers import embed_tokens, encoder_layers, token_embedding
+from attention_lab.layers import FeedForward, embed_tokens, encoder_layers, token_embedding
+from attention_lab.linear import RULES, GatedDeltaNet
 from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
 
 # The position embeddings a DecoderLM can add to its token embeddings
 # (DecoderConfig.position_embedding; None adds none).
 POSITION_EMBEDDINGS = ("sinusoidal", "learned")
+# What a layer of a DecoderLM may mix its tokens with (DecoderConfig.layer_types): softmax
+# attention, or a RecurrentLayer's rule.
+LAYER_TYPES = ("attention", "gated_delta", "delta", "linear")
 
 __all__ = [
+    "LAYER_TYPES",
     "POSITION_EMBEDDINGS",
     "BracketLanguage",
     "DecoderConfig",
     "DecoderLM",
+    "RecurrentLayer",
     "generate",
     "next_token_data",
 ]
@@ -83,6 +94,13 @@ class DecoderConfig(ModelConfig):
             embedding and its scaling, ALiBi, sinks, a softcap); the attention of 2017 by
             default. A model with ``"dynamic"`` RoPE scaling has no key/value cache: its
             frequencies change with the length.
+        layer_types: ``None`` (every layer attends), or one entry of :data:`LAYER_TYPES` per
+            layer, bottom up: ``"attention"`` for an attention layer, ``"gated_delta"``,
+            ``"delta"`` or ``"linear"`` for a :class:`~attention_lab.layers.RecurrentLayer`
+            running that rule with ``num_heads`` heads at the same width (Part VII). A hybrid
+            stacks both, as Qwen3-Next and Kimi Linear put three linear layers below each
+            attention layer: ``("gated_delta",) * 3 + ("attention",)``. Recurrent layers are
+            causal by construction, so a model with one needs ``causal=True``.
 
     Raises:
         TypeError: If a field has the wrong type.
@@ -96,7 +114,7 @@ class DecoderConfig(ModelConfig):
         >>> rotary = AttentionConfig(rope_layout="half")
         >>> DecoderConfig(vocab_size=5, max_len=16, position_embedding=None, attention=rotary)
         ... # doctest: +ELLIPSIS
-        DecoderConfig(vocab_size=5, ..., position_embedding=None, attention=AttentionConfig(...))
+        DecoderConfig(vocab_size=5, ..., attention=AttentionConfig(...), layer_types=None)
     """
 
     vocab_size: int
@@ -110,6 +128,7 @@ class DecoderConfig(ModelConfig):
     causal: bool = True
     position_embedding: str | None = "sinusoidal"
     attention: AttentionConfig = dataclasses.field(default_factory=AttentionConfig)
+    layer_types: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.d_ff is None:
@@ -139,13 +158,124 @@ class DecoderConfig(ModelConfig):
                 "two position signals; set position_embedding=None for a model whose positions "
                 "act inside attention"
             )
+        types = self.layer_types
+        if types is not None:
+            if not isinstance(types, tuple) or not all(isinstance(t, str) for t in types):
+                raise TypeError(f"layer_types must be None or a tuple of str, got {types!r}")
+            if len(types) != self.num_layers:
+                raise ValueError(
+                    f"layer_types must name num_layers={self.num_layers} layers, got {len(types)}"
+                )
+            unknown = sorted({t for t in types if t not in LAYER_TYPES})
+            if unknown:
+                raise ValueError(f"layer_types must be among {LAYER_TYPES}, got {unknown}")
+            if not self.causal and any(t != "attention" for t in types):
+                raise ValueError(
+                    "a recurrent layer is causal by construction: causal=False needs "
+                    "layer_types of attention only"
+                )
+
+    @property
+    def recurrent(self) -> bool:
+        """Whether some layer is a recurrence rather than attention."""
+        return self.layer_types is not None and any(t != "attention" for t in self.layer_types)
+
+
+class RecurrentLayer(nn.Module):
+    """A pre-norm block whose token mixer is a recurrence on a fixed-size state, not attention:
+    the layer a hybrid stacks beside its attention layers (Part VII).
+
+    ::
+
+        x = x + dropout1(mixer(norm1(x)))
+        x = x + dropout2(feed_forward(norm2(x)))
+
+    ``mixer`` is a :class:`~attention_lab.linear.GatedDeltaNet` with ``rule`` (the gated delta
+    rule, the delta rule or linear attention's additive rule) and ``num_heads`` heads of width
+    ``d_model // num_heads`` for its queries, keys and values, so that it is as wide as a
+    :class:`~attention_lab.layers.EncoderLayer`'s attention. The mixer is causal by
+    construction: position ``t`` reads a state written by positions ``<= t`` only, so the layer
+    takes no mask.
+
+    Args:
+        d_model: Model width ``D``, a positive int divisible by ``num_heads``.
+        num_heads: Heads of the mixer, a positive int.
+        d_ff: Hidden width of the feed-forward network.
+        rule: ``"gated_delta"``, ``"delta"`` or ``"linear"``.
+        dropout: Dropout probability inside the feed-forward network and on each sub-layer's
+            output, in ``[0, 1)``.
+        activation: ``"relu"`` or ``"gelu"``.
+        chunk_size: The mixer's chunk length, or ``None`` for token by token.
+
+    Raises:
+        TypeError: If an argument has the wrong type.
+        ValueError: If an argument is out of range or ``d_model`` is not divisible by
+            ``num_heads``.
+
+    Example:
+        >>> layer = RecurrentLayer(d_model=8, num_heads=2, d_ff=32, rule="delta")
+        >>> x, weights = layer(torch.randn(3, 5, 8))
+        >>> x.shape, weights
+        (torch.Size([3, 5, 8]), None)
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        *,
+        rule: str = "gated_delta",
+        dropout: float = 0.0,
+        activation: str = "gelu",
+        chunk_size: int | None = 64,
+    ) -> None:
+        super().__init__()
+        check_int(d_model, "d_model")
+        check_int(num_heads, "num_heads")
+        if d_model % num_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        if rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+        width = d_model // num_heads
+        self.mixer = GatedDeltaNet(
+            d_model, num_heads, num_heads, width, width, chunk_size=chunk_size, rule=rule
+        )
+        self.feed_forward = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.d_model = d_model
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
+        """Run the layer on ``x`` ``[B, T, D]``, a floating dtype.
+
+        Returns:
+            A pair ``(x, None)``: the new representation ``[B, T, D]``, and ``None`` where an
+            attention layer returns its weights (a recurrence keeps no ``T x T`` matrix).
+
+        Raises:
+            TypeError: If ``x`` is not a floating tensor.
+            ValueError: If its shape does not fit.
+        """
+        check_sequence(x, "x", self.d_model)
+        x = x + self.dropout1(self.mixer(self.norm1(x)))
+        x = x + self.dropout2(self.feed_forward(self.norm2(x)))
+        return x, None
 
 
 def _check_cacheable(
     model: DecoderLM,
     fix: str = "call the model on the whole sequence instead (generate: use_cache=False)",
 ) -> None:
-    """Raise if ``model``'s rotary embedding has "dynamic" scaling, which no cache reproduces."""
+    """Raise if ``model`` has a recurrent layer (its state is not a key/value cache) or its
+    rotary embedding has "dynamic" scaling, which no cache reproduces."""
+    if model.config.recurrent:
+        raise ValueError(
+            "this model has recurrent layers (config.layer_types), whose states no KVCache "
+            f"holds: {fix}"
+        )
     rotary = model.layers[0].self_attn.rotary
     if rotary is not None:
         rotary.check_cacheable("config.attention.rope_scaling", fix)
@@ -195,9 +325,29 @@ class DecoderLM(nn.Module):
             # One trained row per position, initialised at N(0, 1) like nn.Embedding's.
             self.position_embedding = nn.Embedding(config.max_len, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
-        self.layers = encoder_layers(
-            config, activation=config.activation, norm_first=True, attention=config.attention
-        )
+        if config.recurrent:
+            self.layers = nn.ModuleList(
+                encoder_layers(
+                    dataclasses.replace(config, num_layers=1, layer_types=None),
+                    activation=config.activation,
+                    norm_first=True,
+                    attention=config.attention,
+                )[0]
+                if kind == "attention"
+                else RecurrentLayer(
+                    config.d_model,
+                    config.num_heads,
+                    config.d_ff,
+                    rule=kind,
+                    dropout=config.dropout,
+                    activation=config.activation,
+                )
+                for kind in config.layer_types
+            )
+        else:
+            self.layers = encoder_layers(
+                config, activation=config.activation, norm_first=True, attention=config.attention
+            )
         self.final_norm = nn.LayerNorm(config.d_model)
         self.head = nn.Linear(config.d_model, config.vocab_size)
 
@@ -232,22 +382,30 @@ class DecoderLM(nn.Module):
 
         Returns:
             A pair ``(logits, attentions)``: shape ``[B, T, V]`` (row ``t`` scores the token at
-            ``t + 1``), and one ``[B, H, T, T]`` tensor of attention weights per layer.
+            ``t + 1``), and per layer one ``[B, H, T, T]`` tensor of attention weights (``None``
+            for a recurrent layer).
 
         Raises:
             TypeError: If ``token_ids`` is not an integer tensor or ``mask`` is not bool.
             ValueError: If ``token_ids`` is not 2-D, holds an id outside the vocabulary or is
-                longer than ``max_len``, or ``mask`` does not broadcast with the causal mask.
+                longer than ``max_len``, ``mask`` does not broadcast with the causal mask, or a
+                mask is given to a model with recurrent layers.
         """
         x = self._embed(token_ids, 0)  # [B, T, D]
         if mask is not None:
             check_mask(mask)
+            if self.config.recurrent:
+                raise ValueError(
+                    "a recurrent layer reads every earlier position and takes no mask: pad on "
+                    "the right (a causal model never reads the padding after a token) and pass "
+                    "mask=None"
+                )
         if self.config.causal:
             causal = causal_mask(token_ids.shape[1], device=token_ids.device)  # [T, T]
             mask = causal if mask is None else combine_masks(causal, mask)  # [.., T, T]
         attentions = []
         for layer in self.layers:
-            x, weights = layer(x, mask)
+            x, weights = layer(x) if isinstance(layer, RecurrentLayer) else layer(x, mask)
             attentions.append(weights)
         return self.head(self.final_norm(x)), attentions  # [B, T, V]
 
@@ -258,8 +416,9 @@ class DecoderLM(nn.Module):
 
         Raises:
             TypeError: If ``batch_size`` is not an int.
-            ValueError: If ``batch_size`` is not positive, or the model's rotary embedding has
-                ``"dynamic"`` scaling (no cache reproduces it).
+            ValueError: If ``batch_size`` is not positive, the model has recurrent layers (a
+                state, not a cache) or its rotary embedding has ``"dynamic"`` scaling (no cache
+                reproduces it).
         """
         _check_cacheable(self)
         weight = self.embedding.weight
@@ -298,9 +457,9 @@ class DecoderLM(nn.Module):
             TypeError: If ``token_ids`` is not an integer tensor or ``caches`` not a list of
                 ``KVCache``.
             ValueError: If the model is not causal (a cache reproduces only causal
-                attention) or its rotary embedding has ``"dynamic"`` scaling (its frequencies
-                change with the length), the caches do not fit the model, or the positions
-                would exceed ``max_len``.
+                attention), has recurrent layers (``config.layer_types``) or its rotary
+                embedding has ``"dynamic"`` scaling (its frequencies change with the length),
+                the caches do not fit the model, or the positions would exceed ``max_len``.
         """
         if not self.config.causal:
             raise ValueError(
@@ -362,8 +521,8 @@ def generate(
     Raises:
         TypeError: If an argument has the wrong type.
         ValueError: If an argument is out of range, the sequence would exceed ``max_len``, or
-            ``use_cache`` is asked of a model with ``causal=False`` or with ``"dynamic"`` RoPE
-            scaling.
+            ``use_cache`` is asked of a model with ``causal=False``, with recurrent layers or
+            with ``"dynamic"`` RoPE scaling.
 
     Example:
         >>> torch.manual_seed(0) and None

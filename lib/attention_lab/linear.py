@@ -31,7 +31,7 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import check_bool, check_int
 
-__all__ = ["FEATURE_MAPS", "GatedDeltaNet", "delta_rule", "linear_attention"]
+__all__ = ["FEATURE_MAPS", "RULES", "GatedDeltaNet", "delta_rule", "linear_attention"]
 
 #: The feature maps :func:`linear_attention` takes by name: ``"elu+1"`` (Katharopoulos et al.'s,
 #: positive everywhere), ``"relu"``. ``None`` is the identity.
@@ -40,6 +40,8 @@ FEATURE_MAPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu,
 }
 FORMS = ("parallel", "recurrent", "chunked")
+#: The recurrences a :class:`GatedDeltaNet` layer may run (its ``rule``).
+RULES = ("gated_delta", "delta", "linear")
 
 
 def _check_tensors(query, key, value, names=("query", "key", "value")) -> None:
@@ -415,6 +417,15 @@ class GatedDeltaNet(torch.nn.Module):
     The projections here are separate matrices; Qwen3-Next packs them into ``in_proj_qkvz`` and
     ``in_proj_ba`` grouped by key head, which :meth:`from_hf` unpacks.
 
+    ``rule`` swaps the recurrence and keeps the rest of the layer, so that layers which differ
+    only in how their state is written can be compared on one task: ``"gated_delta"`` (the
+    default, Qwen3-Next's), ``"delta"`` (the same rule without forgetting: DeltaNet, Yang et
+    al., 2024, which has no ``decay_proj``, ``A_log`` or ``dt_bias``) or ``"linear"`` (the
+    additive rule of :func:`linear_attention`, ``S_t = S_{t-1} + phi(k_t) v_t^T`` with
+    Katharopoulos et al.'s ``phi = elu + 1`` in place of the normalisation to unit length, and
+    neither ``beta`` nor decay). The linear rule's normaliser ``phi(q) . sum phi(k)`` is left
+    out: it divides each head's output by a positive number, which the RMS norm after it undoes.
+
     Args:
         d_model: The width ``D`` of the input and output.
         num_key_heads: ``Hk``, the heads of the queries and keys.
@@ -423,11 +434,13 @@ class GatedDeltaNet(torch.nn.Module):
         value_dim: ``Dv``.
         conv_size: The causal convolution's kernel length (Qwen3-Next uses 4).
         eps: The RMS norm's epsilon.
-        chunk_size: Passed to :func:`delta_rule` (``None`` for token by token).
+        chunk_size: Passed to :func:`delta_rule` (``None`` for token by token; the linear rule
+            runs :func:`linear_attention`'s recurrent form then, its chunked form otherwise).
+        rule: ``"gated_delta"``, ``"delta"`` or ``"linear"``, one of :data:`RULES`.
 
     Raises:
         TypeError: If a size is not an int.
-        ValueError: If a size is not positive or the heads do not group.
+        ValueError: If a size is not positive, the heads do not group or ``rule`` is unknown.
     """
 
     def __init__(
@@ -441,8 +454,11 @@ class GatedDeltaNet(torch.nn.Module):
         conv_size: int = 4,
         eps: float = 1e-6,
         chunk_size: int | None = 64,
+        rule: str = "gated_delta",
     ) -> None:
         super().__init__()
+        if rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
         for name, size in (
             ("d_model", d_model),
             ("num_key_heads", num_key_heads),
@@ -461,20 +477,23 @@ class GatedDeltaNet(torch.nn.Module):
             check_int(chunk_size, "chunk_size")
         self.num_key_heads, self.num_value_heads = num_key_heads, num_value_heads
         self.key_dim, self.value_dim = key_dim, value_dim
-        self.eps, self.chunk_size = float(eps), chunk_size
+        self.eps, self.chunk_size, self.rule = float(eps), chunk_size, rule
         keys, values = num_key_heads * key_dim, num_value_heads * value_dim
         linear = lambda n_in, n_out: torch.nn.Linear(n_in, n_out, bias=False)  # noqa: E731
         self.q_proj, self.k_proj = linear(d_model, keys), linear(d_model, keys)
         self.v_proj, self.gate_proj = linear(d_model, values), linear(d_model, values)
-        self.beta_proj = linear(d_model, num_value_heads)
-        self.decay_proj = linear(d_model, num_value_heads)
+        if rule != "linear":
+            self.beta_proj = linear(d_model, num_value_heads)
+        if rule == "gated_delta":
+            self.decay_proj = linear(d_model, num_value_heads)
         channels = 2 * keys + values
         # Depthwise and causal: channel c at position t sees channel c at t - conv_size + 1 .. t.
         self.conv = torch.nn.Conv1d(
             channels, channels, conv_size, groups=channels, padding=conv_size - 1, bias=False
         )
-        self.A_log = torch.nn.Parameter(torch.zeros(num_value_heads))  # noqa: N815 - the models'
-        self.dt_bias = torch.nn.Parameter(torch.ones(num_value_heads))
+        if rule == "gated_delta":
+            self.A_log = torch.nn.Parameter(torch.zeros(num_value_heads))  # noqa: N815 - models'
+            self.dt_bias = torch.nn.Parameter(torch.ones(num_value_heads))
         self.norm_weight = torch.nn.Parameter(torch.ones(value_dim))
         self.out_proj = linear(values, d_model)
 
@@ -496,12 +515,22 @@ class GatedDeltaNet(torch.nn.Module):
             heads(k, self.num_key_heads, self.key_dim),
         )
         v = heads(v, self.num_value_heads, self.value_dim)
-        beta = self.beta_proj(x).sigmoid().transpose(1, 2)  # [B, Hv, T]
-        rate = F.softplus(self.decay_proj(x).float() + self.dt_bias)  # [B, T, Hv]
-        decay = (-self.A_log.float().exp() * rate).transpose(1, 2)  # [B, Hv, T], <= 0
-        out = delta_rule(
-            q, k, v, beta, decay=decay, chunk_size=self.chunk_size, qk_l2norm=True
-        )  # [B, Hv, T, Dv]
+        if self.rule == "linear":
+            group = self.num_value_heads // self.num_key_heads
+            q, k = (y.repeat_interleave(group, dim=1) for y in (q, k))  # [B, Hv, T, Dk]
+            form = "recurrent" if self.chunk_size is None else "chunked"
+            out = linear_attention(  # [B, Hv, T, Dv]
+                q, k, v, form=form, chunk_size=self.chunk_size or 64, normalize=False
+            )
+        else:
+            beta = self.beta_proj(x).sigmoid().transpose(1, 2)  # [B, Hv, T]
+            decay = None
+            if self.rule == "gated_delta":
+                rate = F.softplus(self.decay_proj(x).float() + self.dt_bias)  # [B, T, Hv]
+                decay = (-self.A_log.float().exp() * rate).transpose(1, 2)  # [B, Hv, T], <= 0
+            out = delta_rule(
+                q, k, v, beta, decay=decay, chunk_size=self.chunk_size, qk_l2norm=True
+            )  # [B, Hv, T, Dv]
         gate = heads(self.gate_proj(x), self.num_value_heads, self.value_dim)
         normed = out.float() * torch.rsqrt(out.float().pow(2).mean(-1, keepdim=True) + self.eps)
         out = (self.norm_weight * normed.to(x.dtype)) * F.silu(gate.float())

@@ -15,6 +15,7 @@ from attention_lab.language_model import (
     BracketLanguage,
     DecoderConfig,
     DecoderLM,
+    RecurrentLayer,
     generate,
     next_token_data,
 )
@@ -132,6 +133,61 @@ def dataclass_replace(config, *, positions=None, **changes):
     if attention:
         changes["attention"] = dataclasses.replace(config.attention, **attention)
     return dataclasses.replace(config, **changes)
+
+
+# --- Hybrids: recurrent layers beside attention (Part VII) --------------------------------------
+
+HYBRID = dataclass_replace(CONFIG, layer_types=("gated_delta", "attention"))
+
+
+def test_layer_types_of_attention_only_build_the_model_of_none():
+    torch.manual_seed(0)
+    default = DecoderLM(CONFIG)
+    torch.manual_seed(0)
+    named = DecoderLM(dataclass_replace(CONFIG, layer_types=("attention", "attention")))
+    torch.testing.assert_close(default.state_dict(), named.state_dict(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("rule", ["gated_delta", "delta", "linear"])
+def test_a_hybrid_stacks_its_layer_types_bottom_up_and_stays_causal(rule):
+    model = make_model(dataclass_replace(CONFIG, layer_types=(rule, "attention")))
+    first, second = model.layers
+    assert isinstance(first, RecurrentLayer) and first.mixer.rule == rule
+    assert isinstance(second, EncoderLayer)
+    assert first.mixer.num_value_heads == 4 and first.mixer.value_dim == 4  # as wide as H * Dh
+    token_ids = random_ids(2, CONFIG.max_len, seed=4)
+    changed = token_ids.clone()
+    changed[:, 8:] = (changed[:, 8:] + 1) % CONFIG.vocab_size
+    with torch.no_grad():
+        logits, attentions = model(token_ids)
+        later, _ = model(changed)
+    assert attentions[0] is None and attentions[1].shape == (2, 4, 12, 12)
+    torch.testing.assert_close(later[:, :8], logits[:, :8])  # the past never reads the future
+    assert (later[:, 8:] - logits[:, 8:]).abs().max() > 1e-3
+
+
+def test_a_hybrid_generates_without_a_cache_and_refuses_one():
+    model = make_model(HYBRID)
+    prompt = random_ids(2, 3, seed=5)
+    ids = generate(model, prompt, 4, greedy=True, use_cache=False)
+    with torch.no_grad():  # each greedy token is the argmax of the full logits before it
+        for step in range(3, 7):
+            expected = model(ids[:, :step])[0][:, -1].argmax(dim=-1)
+            assert torch.equal(ids[:, step], expected)
+    with pytest.raises(ValueError, match="recurrent layers"):
+        generate(model, prompt, 2)
+    with pytest.raises(ValueError, match="recurrent layers"):
+        model.new_caches(1)
+    with pytest.raises(ValueError, match="takes no mask"):
+        model(prompt, padding_mask(prompt))
+
+
+def test_a_hybrid_trains_with_the_library_s_loop():
+    model = make_model(HYBRID, dtype=torch.float32).train()
+    inputs, targets = next_token_data(BracketLanguage(max_depth=2, max_brackets=6).sample(64))
+    losses = train(model, inputs, targets, steps=30, batch_size=16, lr=3e-3, pad_id=None)
+    assert sum(losses[-5:]) / 5 < 0.8 * sum(losses[:5]) / 5
+    assert all(parameter.grad is not None for parameter in model.layers[0].mixer.parameters())
 
 
 # --- Causality ------------------------------------------------------------------------------
@@ -543,6 +599,10 @@ def test_next_token_data_shifts_by_one():
         ({"qk_norm": 1}, TypeError, "qk_norm"),
         ({"sinks": "yes"}, TypeError, "sinks"),
         ({"softcap": 0.0}, ValueError, "softcap"),
+        ({"layer_types": ["delta", "attention"]}, TypeError, "tuple of str"),
+        ({"layer_types": ("delta",)}, ValueError, "num_layers=2 layers, got 1"),
+        ({"layer_types": ("delta", "mamba")}, ValueError, r"among .*\['mamba'\]"),
+        ({"layer_types": ("delta", "attention"), "causal": False}, ValueError, "causal=False"),
     ],
 )
 def test_config_errors(changes, error, message):

@@ -44,6 +44,7 @@ CORE = {
         "attention_config",
         "caches",
         "layers",
+        "linear",
         "masks",
         "positional",
     },

@@ -14,7 +14,13 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_lab.linear import FEATURE_MAPS, GatedDeltaNet, delta_rule, linear_attention
+from attention_lab.linear import (
+    FEATURE_MAPS,
+    RULES,
+    GatedDeltaNet,
+    delta_rule,
+    linear_attention,
+)
 from support.tensors import random_inputs
 
 with warnings.catch_warnings():
@@ -309,6 +315,72 @@ def test_gated_deltanet_is_qwen3_next_s_layer(key_heads, value_heads, chunk_size
         got = ours(x)
     assert expected.abs().mean() > 0.1  # a layer that does something
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def _random_layer(rule, chunk_size=8, seed=0):
+    torch.manual_seed(seed)  # modules draw their weights from the global generator
+    layer = GatedDeltaNet(24, 2, 4, 6, 5, rule=rule, chunk_size=chunk_size).eval()
+    with torch.no_grad():
+        for parameter in layer.parameters():
+            parameter.normal_(0.0, 0.3)
+    return layer
+
+
+def test_the_delta_rule_is_the_gated_layer_that_never_forgets():
+    gated, plain = _random_layer("gated_delta"), _random_layer("delta")
+    assert not hasattr(plain, "decay_proj") and not hasattr(plain, "A_log")
+    shared = {
+        name: p for name, p in gated.named_parameters() if name in dict(plain.named_parameters())
+    }
+    plain.load_state_dict(shared)  # every weight of the plain layer, from the gated one
+    with torch.no_grad():
+        gated.A_log.fill_(float("-inf"))  # decay = -exp(A_log) * softplus(...) = 0
+        x = random_inputs([(2, 13, 24)], seed=1)[0]
+        assert (plain(x) - _random_layer("delta", seed=5)(x)).abs().max() > 1e-2  # weights matter
+        torch.testing.assert_close(plain(x), gated(x))
+
+
+def test_the_linear_rule_is_the_sum_over_earlier_positions_written_out():
+    layer = _random_layer("linear")
+    assert not hasattr(layer, "beta_proj")
+    x = random_inputs([(2, 13, 24)], seed=2)[0]
+    with torch.no_grad():
+        got = layer(x)
+        # The layer's projections and convolution, then the quadratic formula by hand.
+        mixed = torch.cat([layer.q_proj(x), layer.k_proj(x), layer.v_proj(x)], dim=-1)
+        mixed = F.silu(layer.conv(mixed.transpose(1, 2))[..., :13]).transpose(1, 2)
+        q, k, v = mixed.split([12, 12, 20], dim=-1)
+        q = F.elu(q.reshape(2, 13, 2, 6)) + 1  # [B, T, Hk, Dk]
+        k = F.elu(k.reshape(2, 13, 2, 6)) + 1
+        v = v.reshape(2, 13, 4, 5)  # [B, T, Hv, Dv]; value heads 0, 1 read key head 0
+        q, k = q.repeat_interleave(2, dim=2), k.repeat_interleave(2, dim=2)
+        scores = torch.einsum("bthd,bshd->bhts", q, k).tril()  # [B, Hv, T, T], j <= t only
+        out = torch.einsum("bhts,bshd->bthd", scores, v)  # [B, T, Hv, Dv]
+        out = out * torch.rsqrt(out.pow(2).mean(-1, keepdim=True) + layer.eps)
+        gate = layer.gate_proj(x).reshape(2, 13, 4, 5)
+        out = layer.norm_weight * out * F.silu(gate)
+        expected = layer.out_proj(out.reshape(2, 13, 20))
+    assert expected.abs().mean() > 0.05
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_every_rule_is_causal_and_its_chunks_are_the_recurrence(rule):
+    chunked, stepped = _random_layer(rule, chunk_size=4), _random_layer(rule, chunk_size=None)
+    x = random_inputs([(2, 11, 24)], seed=3)[0]
+    changed = x.clone()
+    changed[:, 7:] = random_inputs([(2, 4, 24)], seed=4)[0]
+    with torch.no_grad():
+        out = chunked(x)
+        torch.testing.assert_close(stepped(x), out, atol=1e-5, rtol=1e-4)
+        later = chunked(changed)
+    torch.testing.assert_close(later[:, :7], out[:, :7])  # the past never reads the future
+    assert (later[:, 7:] - out[:, 7:]).abs().max() > 1e-3
+
+
+def test_gated_deltanet_refuses_an_unknown_rule():
+    with pytest.raises(ValueError, match="rule must be one of"):
+        GatedDeltaNet(32, 2, 2, 8, 6, rule="mamba")
 
 
 def test_gated_deltanet_refuses_heads_that_do_not_group():
