@@ -22,6 +22,8 @@ Both compute in ``float32`` at least (``float64`` stays ``float64``) and return 
 
 from __future__ import annotations
 
+import math
+
 # typing's Callable, not collections.abc's: the API reference's nitpicky build resolves typing
 # names without intersphinx.
 from typing import Callable  # noqa: UP035
@@ -492,8 +494,15 @@ class GatedDeltaNet(torch.nn.Module):
             channels, channels, conv_size, groups=channels, padding=conv_size - 1, bias=False
         )
         if rule == "gated_delta":
-            self.A_log = torch.nn.Parameter(torch.zeros(num_value_heads))  # noqa: N815 - models'
-            self.dt_bias = torch.nn.Parameter(torch.ones(num_value_heads))
+            # Mamba-2's initialisation (Dao and Gu, 2024; mamba_ssm/modules/mamba2.py), as FLA's
+            # GatedDeltaNet draws it: A ~ U(1, 16) and a step softplus(dt_bias) ~ logU(0.001,
+            # 0.1), so each head starts out forgetting slowly, by exp(-A dt) per position.
+            step = torch.empty(num_value_heads).uniform_(math.log(1e-3), math.log(1e-1)).exp()
+            inverse_softplus = step + torch.log(-torch.expm1(-step))
+            self.A_log = torch.nn.Parameter(  # noqa: N815 - the models' name
+                torch.empty(num_value_heads).uniform_(1.0, 16.0).log()
+            )
+            self.dt_bias = torch.nn.Parameter(inverse_softplus)
         self.norm_weight = torch.nn.Parameter(torch.ones(value_dim))
         self.out_proj = linear(values, d_model)
 
