@@ -1,4 +1,4 @@
-"""Three numeric claims of the book, measured here independently of the pages that make them.
+"""Four numeric claims of the book, measured here independently of the pages that make them.
 
 The pages assert these claims on their own inputs; these tests re-measure them another way, so
 a claim that only held for a page's particular inputs or formula would fail here too:
@@ -12,7 +12,11 @@ a claim that only held for a page's particular inputs or formula would fail here
   final full stop than on ``[SEP]``, and its ``[SEP]`` share grows when the full stop is removed;
 - chapter 11: with d_ff = 4D, a whole block's attention products (QKᵀ and AV) cost as much as
   all its linear maps at T = 6D (2,304 tokens for MiniLM), counted by PyTorch's
-  ``FlopCounterMode`` on ``transformers``' own ``BertLayer`` rather than by the page's formula.
+  ``FlopCounterMode`` on ``transformers``' own ``BertLayer`` rather than by the page's formula;
+- chapter 21: linear attention's left-to-right order, ``(phi(Q) phi(K)^T) V``, costs 4T^2D FLOPs,
+  its right-to-left order 4TD^2, and its chunked causal form 4TD(D + C) (in general
+  ``T (4 Dk Dv + 2 C (Dk + Dv))``), counted by ``FlopCounterMode`` on the library's
+  ``linear_attention`` rather than by the page's formulas from the products' shapes.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from attention_lab.layers import EncoderLayer
+from attention_lab.linear import linear_attention
 from attention_lab.pretrained import load_minilm
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -138,3 +143,34 @@ def test_block_crossover_with_feed_forward_is_six_d_for_minilm():
     # Not 2D: there the products equal only the four projections, a third of the linear maps.
     linear, products = _bert_layer_flops(2 * width)
     assert products * 3 == linear
+
+
+def _linear_attention_flops(length: int, key_dim: int, value_dim: int, **options) -> int:
+    """FlopCounterMode's count of one head of ``linear_attention`` with no feature map and no
+    normaliser, so that only its matrix products are left."""
+    q, k = torch.zeros(1, 1, length, key_dim), torch.zeros(1, 1, length, key_dim)
+    v = torch.zeros(1, 1, length, value_dim)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        linear_attention(q, k, v, feature_map=None, normalize=False, **options)
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("length", [64, 512, 1000])
+def test_linear_attention_s_two_orders_cost_what_chapter_21_counts(length):
+    width = 64
+    left_to_right = _linear_attention_flops(length, width, width, causal=False, form="parallel")
+    right_to_left = _linear_attention_flops(length, width, width, causal=False, form="recurrent")
+    assert left_to_right == 4 * length**2 * width
+    assert right_to_left == 4 * length * width**2
+    # A causal parallel form computes the whole T x T matrix too, then zeroes its future.
+    assert _linear_attention_flops(length, width, width, form="parallel") == left_to_right
+
+
+@pytest.mark.parametrize(("key_dim", "value_dim"), [(64, 64), (32, 48)])
+@pytest.mark.parametrize("chunk", [16, 64, 256])
+def test_the_chunked_form_costs_what_chapter_21_counts(key_dim, value_dim, chunk):
+    length = 1024  # a multiple of every chunk length
+    counted = _linear_attention_flops(length, key_dim, value_dim, form="chunked", chunk_size=chunk)
+    assert counted == length * (4 * key_dim * value_dim + 2 * chunk * (key_dim + value_dim))
+    if key_dim == value_dim:
+        assert counted == 4 * length * key_dim * (key_dim + chunk)  # 4TD(D + C)

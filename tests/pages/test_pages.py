@@ -147,7 +147,7 @@ def test_chapter_ends_with_exercises_whose_solutions_are_folded(path):
 def test_each_part_ends_with_reflection_questions():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     parts = [p for p in toc["parts"] if p["caption"].startswith("Part ")]
-    assert len(parts) == 6
+    assert len(parts) == 7
     for part in parts:
         last = ROOT / f"{part['chapters'][-1]['file']}.md"
         name = part["caption"].split(":")[0]

@@ -431,6 +431,38 @@ def _multiply_adds_per_byte_read() -> float:
     return multiply_adds / read
 
 
+def _linear_attention_state_numbers() -> float:
+    from attention_lab.linear import FEATURE_MAPS, linear_attention
+
+    phi = FEATURE_MAPS["elu+1"]
+    sizes = set()
+    for length in (3, 300):  # the same state after any number of tokens
+        generator = torch.Generator().manual_seed(length)
+        q, k, v = (
+            torch.randn(length, 128, generator=generator, dtype=torch.float64) for _ in "qkv"
+        )
+        state, normaliser = phi(k).T @ v, phi(k).sum(dim=0)  # S: [Dk, Dv], z: [Dk]
+        # It is all the last query needs: phi(q)^T S / phi(q)^T z is the causal output.
+        last = phi(q[-1])  # [Dk]
+        torch.testing.assert_close(
+            last @ state / (last @ normaliser), linear_attention(q, k, v)[-1]
+        )
+        sizes.add(state.numel() + normaliser.numel())
+    assert len(sizes) == 1
+    return sizes.pop()
+
+
+def _cache_passes_linear_state() -> float:
+    from attention_lab.caches import KVCache
+
+    state = _linear_attention_state_numbers()
+    for tokens in range(1, 1000):
+        cache = KVCache(batch_size=1, num_heads=1, head_dim=128, max_len=tokens)
+        if cache.keys.numel() + cache.values.numel() > state:
+            return tokens
+    raise AssertionError("the cache never passed the state")
+
+
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
 def _uniform_alignment_share() -> float:
     # One sentence of every length 4..8 (equally likely), a head uniform over the real words.
@@ -513,6 +545,12 @@ RECOMPUTE = {
     ),
     ("14_cross_attention_alignment", "How many cross-attention weights"): (
         _cross_attention_weights
+    ),
+    ("21_linear_attention_is_an_rnn", "How many numbers does its state hold"): (
+        _linear_attention_state_numbers
+    ),
+    ("21_linear_attention_is_an_rnn", "hold more numbers than the state"): (
+        _cache_passes_linear_state
     ),
 }
 
