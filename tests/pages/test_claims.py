@@ -1,4 +1,4 @@
-"""Four numeric claims of the book, measured here independently of the pages that make them.
+"""Five numeric claims of the book, measured here independently of the pages that make them.
 
 The pages assert these claims on their own inputs; these tests re-measure them another way, so
 a claim that only held for a page's particular inputs or formula would fail here too:
@@ -16,7 +16,10 @@ a claim that only held for a page's particular inputs or formula would fail here
 - chapter 21: linear attention's left-to-right order, ``(phi(Q) phi(K)^T) V``, costs 4T^2D FLOPs,
   its right-to-left order 4TD^2, and its chunked causal form 4TD(D + C) (in general
   ``T (4 Dk Dv + 2 C (Dk + Dv))``), counted by ``FlopCounterMode`` on the library's
-  ``linear_attention`` rather than by the page's formulas from the products' shapes.
+  ``linear_attention`` rather than by the page's formulas from the products' shapes;
+- chapter 22: Qwen3-Next's published configuration, as ``transformers``' ``Qwen3NextConfig``
+  carries it, has 48 layers in twelve groups of three linear-attention (Gated DeltaNet) layers
+  and one full-attention layer.
 """
 
 from __future__ import annotations
@@ -174,3 +177,12 @@ def test_the_chunked_form_costs_what_chapter_21_counts(key_dim, value_dim, chunk
     assert counted == length * (4 * key_dim * value_dim + 2 * chunk * (key_dim + value_dim))
     if key_dim == value_dim:
         assert counted == 4 * length * key_dim * (key_dim + chunk)  # 4TD(D + C)
+
+
+def test_qwen3_next_stacks_three_gated_deltanet_layers_below_each_attention_layer():
+    from transformers import Qwen3NextConfig
+
+    layer_types = Qwen3NextConfig().layer_types
+    assert len(layer_types) == 48
+    group = ["linear_attention"] * 3 + ["full_attention"]
+    assert layer_types == group * 12

@@ -463,6 +463,35 @@ def _cache_passes_linear_state() -> float:
     raise AssertionError("the cache never passed the state")
 
 
+def _pairs_an_8_by_8_state_holds() -> float:
+    """The most pairs with random values that the best 8 x 8 state returns exactly."""
+    generator = torch.Generator().manual_seed(0)
+    held = 0
+    for n in range(1, 17):
+        keys = torch.randn(n, 8, generator=generator, dtype=torch.float64)
+        values = torch.randn(n, 8, generator=generator, dtype=torch.float64)
+        best = torch.linalg.lstsq(keys, values).solution
+        if torch.allclose(keys @ best, values, atol=1e-9):
+            held = n
+    return float(held)
+
+
+def _gated_share_after_three_steps() -> float:
+    from attention_lab.linear import delta_rule
+
+    # A pair written with a unit key, then three steps that write nothing (beta = 0), each
+    # forgetting by 0.8; the read along the key is the share kept.
+    key = torch.zeros(1, 1, 4, 2, dtype=torch.float64)
+    key[..., 0] = 1.0
+    value = torch.zeros(1, 1, 4, 1, dtype=torch.float64)
+    value[:, :, 0] = 1.0
+    beta = torch.tensor([[[1.0, 0.0, 0.0, 0.0]]], dtype=torch.float64)
+    decay = torch.full((1, 1, 4), 0.8, dtype=torch.float64).log()
+    decay[..., 0] = 0.0  # the write happens at step 0; three decays follow it
+    _, state = delta_rule(key, key, value, beta, decay=decay, return_state=True)
+    return float(state[0, 0, 0, 0])
+
+
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
 def _uniform_alignment_share() -> float:
     # One sentence of every length 4..8 (equally likely), a head uniform over the real words.
@@ -552,6 +581,10 @@ RECOMPUTE = {
     ("21_linear_attention_is_an_rnn", "hold more numbers than the state"): (
         _cache_passes_linear_state
     ),
+    ("22_what_a_fixed_state_forgets", "can any way of writing make it"): (
+        _pairs_an_8_by_8_state_holds
+    ),
+    ("22_what_a_fixed_state_forgets", "What share of its value"): _gated_share_after_three_steps,
 }
 
 

@@ -34,6 +34,7 @@ TRAINED = {
     "18_positions_past_training_length",
     "19_stretching_rope",
     "20_attention_that_stays_stable",
+    "22_what_a_fixed_state_forgets",
 }
 
 
