@@ -528,6 +528,8 @@ LAB_CHECKS = {
     # Two functions: the checks in the order the stub defines them.
     "10_window_and_document_masks": ("check_sliding_window_mask", "check_document_mask"),
     "11_alibi": ("check_alibi_slopes", "check_alibi_bias"),
+    "12_linear_attention_step": "check_linear_attention_step",
+    "13_gated_delta_step": "check_gated_delta_step",
 }
 
 
