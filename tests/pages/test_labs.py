@@ -18,7 +18,7 @@ NAMES = labs.NAMES
 STUB = labs.STUB
 
 
-def test_there_are_eleven_labs():
+def test_there_are_thirteen_labs():
     assert NAMES == [
         "01_scaled_dot_product_attention",
         "02_multi_head_attention",
@@ -31,6 +31,8 @@ def test_there_are_eleven_labs():
         "09_grouped_query_attention",
         "10_window_and_document_masks",
         "11_alibi",
+        "12_linear_attention_step",
+        "13_gated_delta_step",
     ]
 
 

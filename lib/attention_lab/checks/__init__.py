@@ -18,7 +18,8 @@ gradient: they run the learner's function under ``torch.no_grad()``.
 One module per lab holds its check, its cases, its wrong variants and the explanations of its
 mistakes: ``sdpa`` (Lab 1, and the attention variants the next labs reuse), ``multi_head``
 (2), ``positional`` (3), ``masks`` (4), ``encoder`` (5), ``search`` (6), ``online_softmax``
-(7), ``kv_cache`` (8), ``grouped_query`` (9), ``window_masks`` (10) and ``alibi`` (11).
+(7), ``kv_cache`` (8), ``grouped_query`` (9), ``window_masks`` (10), ``alibi`` (11),
+``linear_step`` (12) and ``delta_step`` (13).
 ``_core`` holds what they share: the case record, running the learner's function, the one
 comparison routine (shape, dtype, NaN or inf, values, diagnosis) and the failure message.
 """
@@ -27,9 +28,11 @@ from __future__ import annotations
 
 from attention_lab.checks import _core
 from attention_lab.checks.alibi import check_alibi_bias, check_alibi_slopes
+from attention_lab.checks.delta_step import check_gated_delta_step
 from attention_lab.checks.encoder import check_encoder_layer
 from attention_lab.checks.grouped_query import check_grouped_query_attention
 from attention_lab.checks.kv_cache import check_kv_cache_decoding
+from attention_lab.checks.linear_step import check_linear_attention_step
 from attention_lab.checks.masks import check_masked_attention
 from attention_lab.checks.multi_head import check_multi_head_attention
 from attention_lab.checks.online_softmax import check_online_softmax
@@ -44,8 +47,10 @@ __all__ = [
     "check_alibi_slopes",
     "check_document_mask",
     "check_encoder_layer",
+    "check_gated_delta_step",
     "check_grouped_query_attention",
     "check_kv_cache_decoding",
+    "check_linear_attention_step",
     "check_masked_attention",
     "check_multi_head_attention",
     "check_online_softmax",

@@ -22,7 +22,18 @@ from torch.nn import functional as F
 from attention_lab import checks
 from attention_lab.checks import MISTAKES
 from support import implementations, labs
-from support.implementations import lab05, lab06, lab07, lab08, lab09, lab10, lab11, with_
+from support.implementations import (
+    lab05,
+    lab06,
+    lab07,
+    lab08,
+    lab09,
+    lab10,
+    lab11,
+    lab12,
+    lab13,
+    with_,
+)
 from support.messages import flat
 
 IMPLEMENTATIONS = Path(implementations.__file__).parent
@@ -205,7 +216,7 @@ RIGHT = [
     (checks.check_multi_head_attention, multi_head),
     (checks.check_sinusoidal_encoding, encoding),
     (checks.check_masked_attention, masked()),
-    # Labs 5 to 11 keep their implementations and their mistakes in support/implementations/.
+    # Labs 5 to 13 keep their implementations and their mistakes in support/implementations/.
     (checks.check_encoder_layer, lab05.RIGHT[0]),
     (checks.check_pooling_and_search, lab06.RIGHT[0]),
     (checks.check_online_softmax, lab07.RIGHT[0]),
@@ -215,6 +226,8 @@ RIGHT = [
     (checks.check_document_mask, lab10.RIGHT[-1][1]),
     (checks.check_alibi_slopes, lab11.slopes_loop),
     (checks.check_alibi_bias, lab11.bias_right),
+    (checks.check_linear_attention_step, lab12.RIGHT[0]),
+    (checks.check_gated_delta_step, lab13.RIGHT[0]),
 ]
 CHECK_IDS = [check.__name__ for check, _ in RIGHT]
 
@@ -515,6 +528,8 @@ LAB_CHECKS = {
     # Two functions: the checks in the order the stub defines them.
     "10_window_and_document_masks": ("check_sliding_window_mask", "check_document_mask"),
     "11_alibi": ("check_alibi_slopes", "check_alibi_bias"),
+    "12_linear_attention_step": "check_linear_attention_step",
+    "13_gated_delta_step": "check_gated_delta_step",
 }
 
 

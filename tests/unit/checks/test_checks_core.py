@@ -12,9 +12,11 @@ from attention_lab import checks
 from attention_lab.checks import (
     _core,
     alibi,
+    delta_step,
     encoder,
     grouped_query,
     kv_cache,
+    linear_step,
     masks,
     multi_head,
     online_softmax,
@@ -36,6 +38,8 @@ LABS = [
     grouped_query,
     window_masks,
     alibi,
+    linear_step,
+    delta_step,
 ]
 CASE = _core.Case("a case", ())
 
