@@ -50,8 +50,8 @@ from attention_lab.positional import sinusoidal_encoding
 # The position embeddings a DecoderLM can add to its token embeddings
 # (DecoderConfig.position_embedding; None adds none).
 POSITION_EMBEDDINGS = ("sinusoidal", "learned")
-# What a layer of a DecoderLM may mix its tokens with (DecoderConfig.layer_types): softmax
-# attention, or a RecurrentLayer's rule.
+#: What a layer of a :class:`DecoderLM` may mix its tokens with
+#: (``DecoderConfig.layer_types``): softmax attention, or a :class:`RecurrentLayer`'s rule.
 LAYER_TYPES = ("attention", "gated_delta", "delta", "linear")
 
 __all__ = [
@@ -96,7 +96,7 @@ class DecoderConfig(ModelConfig):
             frequencies change with the length.
         layer_types: ``None`` (every layer attends), or one entry of :data:`LAYER_TYPES` per
             layer, bottom up: ``"attention"`` for an attention layer, ``"gated_delta"``,
-            ``"delta"`` or ``"linear"`` for a :class:`~attention_lab.layers.RecurrentLayer`
+            ``"delta"`` or ``"linear"`` for a :class:`RecurrentLayer`
             running that rule with ``num_heads`` heads at the same width (Part VII). A hybrid
             stacks both, as Qwen3-Next and Kimi Linear put three linear layers below each
             attention layer: ``("gated_delta",) * 3 + ("attention",)``. Recurrent layers are
