@@ -223,8 +223,9 @@ def multiquery_recall(
     token it predicts). The gaps ``g`` are drawn without replacement with probability
     ``p(g) ~ power_a * (g + 1) ** (power_a - 1)``: a small ``power_a`` makes short gaps far
     likelier, as a repeated bigram in text comes back soon more often than late (``1.0`` is
-    uniform). This follows the layout of Zoology's ``multiquery_ar``; the draws are this
-    library's own (a local ``numpy.random.Generator``), so the same seed gives the same data
+    uniform). This follows the layout of Zoology's ``multiquery_ar``, except that the positions
+    between the queries hold 0 where Zoology's default (``random_non_queries=True``) draws
+    random tokens, which makes the task easier; the draws are this library's own (a local ``numpy.random.Generator``), so the same seed gives the same data
     here, not Zoology's.
 
     Args:

@@ -167,7 +167,8 @@ def linear_attention(
             raise ValueError(
                 "the normaliser phi(q) . sum phi(k) is 0 for some query (its features and the "
                 "keys' share no positive coordinate): use a positive feature map such as "
-                "'elu+1', or normalize=False"
+                "'elu+1' (in float32 its features round to 0 below x = -17 or so), or "
+                "normalize=False"
             )
         out = out[..., :-1] / out[..., -1:]
     return out.to(dtype)
@@ -494,9 +495,11 @@ class GatedDeltaNet(torch.nn.Module):
             channels, channels, conv_size, groups=channels, padding=conv_size - 1, bias=False
         )
         if rule == "gated_delta":
-            # Mamba-2's initialisation (Dao and Gu, 2024; mamba_ssm/modules/mamba2.py), as FLA's
-            # GatedDeltaNet draws it: A ~ U(1, 16) and a step softplus(dt_bias) ~ logU(0.001,
-            # 0.1), so each head starts out forgetting slowly, by exp(-A dt) per position.
+            # Mamba-2's initialisation (Dao and Gu, 2024; mamba_ssm/modules/mamba2.py): A ~ U(1,
+            # 16) and a step softplus(dt_bias) ~ logU(0.001, 0.1) (FLA's GatedDeltaNet draws A
+            # from U(0, 16)), so each head starts out forgetting by exp(-A dt) per position,
+            # between about 0.2 and 0.999; with transformers' initialisation of Qwen3-Next
+            # (A ~ U(0.01, 16), dt_bias = 1) most heads forget nearly all at every step.
             step = torch.empty(num_value_heads).uniform_(math.log(1e-3), math.log(1e-1)).exp()
             inverse_softplus = step + torch.log(-torch.expm1(-step))
             self.A_log = torch.nn.Parameter(  # noqa: N815 - the models' name
