@@ -225,8 +225,8 @@ def multiquery_recall(
     likelier, as a repeated bigram in text comes back soon more often than late (``1.0`` is
     uniform). This follows the layout of Zoology's ``multiquery_ar``, except that the positions
     between the queries hold 0 where Zoology's default (``random_non_queries=True``) draws
-    random tokens, which makes the task easier; the draws are this library's own (a local ``numpy.random.Generator``), so the same seed gives the same data
-    here, not Zoology's.
+    random tokens, which makes the task easier; the draws are this library's own (a local
+    ``numpy.random.Generator``), so the same seed gives the same data here, not Zoology's.
 
     Args:
         num_examples: ``N``, a non-negative int.
