@@ -439,7 +439,7 @@ PUBLISHED_CACHE_SHAPES: dict[str, CacheShape] = {
 
 
 class HybridMemory(NamedTuple):
-    """What a hybrid model holds per batch of sequences, in bytes (:meth:`HybridShape.memory_bytes`).
+    """What a hybrid model holds per batch, in bytes (:meth:`HybridShape.memory_bytes`).
 
     Attributes:
         cache: The attention layers' key/value (or latent) cache, growing with the context.
@@ -502,9 +502,7 @@ class HybridShape:
 
     def __post_init__(self) -> None:
         if not isinstance(self.attention, CacheShape):
-            raise TypeError(
-                f"attention must be a CacheShape, got {type(self.attention).__name__}"
-            )
+            raise TypeError(f"attention must be a CacheShape, got {type(self.attention).__name__}")
         for name in (
             "num_linear_layers",
             "num_key_heads",

@@ -506,7 +506,9 @@ def test_published_hybrids_hold_what_their_configurations_say(
     assert shape.attention.kind == ("latent" if latent else "grouped-query")
     assert shape.num_layers == config.num_hidden_layers
     memory = shape.memory_bytes(context, batch_size=batch, bytes_per_number=bytes_per_number)
-    cache, state, all_attention = independent_count(config, context, batch, bytes_per_number, latent)
+    cache, state, all_attention = independent_count(
+        config, context, batch, bytes_per_number, latent
+    )
     assert (memory.cache, memory.state, memory.all_attention) == (cache, state, all_attention)
     assert memory.total == cache + state
 
