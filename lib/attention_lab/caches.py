@@ -6,10 +6,14 @@ the whole prefix for every new token. :class:`KVCache` keeps them for one layer,
 tokens only. :class:`LatentCache` is what multi-head latent attention
 (:class:`~attention_lab.latent_attention.LatentAttention`) keeps instead: one small latent and
 one shared rotated key per position. :class:`CacheShape` sizes a cache from a model's attention
-settings, and ``PUBLISHED_CACHE_SHAPES`` holds those of published models.
+settings, and ``PUBLISHED_CACHE_SHAPES`` holds those of published models. :class:`HybridShape`
+sizes what a hybrid model (attention layers among linear-attention layers) holds per sequence,
+and ``PUBLISHED_HYBRID_SHAPES`` holds those of published hybrids.
 """
 
+import dataclasses
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -24,7 +28,10 @@ from attention_lab.masks import causal_mask
 
 __all__ = [
     "PUBLISHED_CACHE_SHAPES",
+    "PUBLISHED_HYBRID_SHAPES",
     "CacheShape",
+    "HybridMemory",
+    "HybridShape",
     "KVCache",
     "LatentCache",
     "decode_step",
@@ -427,5 +434,162 @@ PUBLISHED_CACHE_SHAPES: dict[str, CacheShape] = {
     ),
     "DeepSeek-V3": CacheShape(
         num_layers=61, num_heads=128, head_dim=128, kv_lora_rank=512, rope_dim=64
+    ),
+}
+
+
+class HybridMemory(NamedTuple):
+    """What a hybrid model holds per batch, in bytes (:meth:`HybridShape.memory_bytes`).
+
+    Attributes:
+        cache: The attention layers' key/value (or latent) cache, growing with the context.
+        state: The linear layers' states and convolution windows, the same at any context.
+        total: ``cache + state``.
+        all_attention: The cache the same model would hold if every layer were one of its
+            attention layers.
+    """
+
+    cache: int
+    state: int
+    total: int
+    all_attention: int
+
+
+@dataclass(frozen=True)
+class HybridShape:
+    """A hybrid model's layers, as far as they decide what a sequence holds while it is decoded.
+
+    The attention layers keep a cache that grows with the context (``attention``, whose
+    ``num_layers`` counts the attention layers only). Each of the ``num_linear_layers`` linear
+    layers (Gated DeltaNet in Qwen3-Next, Kimi Delta Attention in Kimi Linear:
+    :func:`~attention_lab.linear.delta_rule`) keeps, per sequence, whatever the context:
+
+    - its state, ``[Hv, Dk, Dv]``: ``Hv * Dk * Dv`` numbers;
+    - the inputs its causal convolution over ``conv_size`` positions still needs, the last
+      ``conv_size - 1`` positions of the ``2 * Hk * Dk + Hv * Dv`` convolved channels (queries,
+      keys and values): ``(conv_size - 1) * (2 * Hk * Dk + Hv * Dv)`` numbers. (transformers'
+      cache keeps a window of ``conv_size`` positions, one more than the convolution needs.)
+
+    Args:
+        attention: The attention layers' :class:`CacheShape`.
+        num_linear_layers: Number of linear layers, a positive int.
+        num_key_heads: ``Hk``, the linear layers' query/key heads, a positive int.
+        num_value_heads: ``Hv``, their value heads, a positive multiple of ``Hk``.
+        key_dim: ``Dk``, a positive int.
+        value_dim: ``Dv``, a positive int.
+        conv_size: The causal convolution's kernel length, a positive int.
+
+    Raises:
+        TypeError: If ``attention`` is not a :class:`CacheShape` or a size is not an int.
+        ValueError: If a size is not positive or ``Hv`` is not a multiple of ``Hk``.
+
+    Example:
+        >>> qwen3_next = PUBLISHED_HYBRID_SHAPES["Qwen3-Next-80B-A3B"]
+        >>> qwen3_next.num_layers, qwen3_next.state_numbers  # per sequence, any context
+        (48, 19759104)
+        >>> memory = qwen3_next.memory_bytes(262_144)  # 16-bit numbers, one sequence
+        >>> memory.cache / 2**30, memory.all_attention / 2**30
+        (6.0, 24.0)
+    """
+
+    attention: CacheShape
+    num_linear_layers: int
+    num_key_heads: int
+    num_value_heads: int
+    key_dim: int
+    value_dim: int
+    conv_size: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attention, CacheShape):
+            raise TypeError(f"attention must be a CacheShape, got {type(self.attention).__name__}")
+        for name in (
+            "num_linear_layers",
+            "num_key_heads",
+            "num_value_heads",
+            "key_dim",
+            "value_dim",
+            "conv_size",
+        ):
+            check_int(getattr(self, name), name)
+        if self.num_value_heads % self.num_key_heads:
+            raise ValueError(
+                f"num_value_heads={self.num_value_heads} must be a multiple of "
+                f"num_key_heads={self.num_key_heads}"
+            )
+
+    @property
+    def num_layers(self) -> int:
+        """Every layer, attention and linear."""
+        return self.attention.num_layers + self.num_linear_layers
+
+    @property
+    def state_numbers_per_layer(self) -> int:
+        """Numbers one linear layer keeps per sequence: its state and its convolution's window."""
+        heads, keys, values = self.num_value_heads, self.key_dim, self.value_dim
+        channels = 2 * self.num_key_heads * keys + heads * values
+        return heads * keys * values + (self.conv_size - 1) * channels
+
+    @property
+    def state_numbers(self) -> int:
+        """Numbers all the linear layers keep per sequence, at any context."""
+        return self.num_linear_layers * self.state_numbers_per_layer
+
+    def memory_bytes(
+        self, context: int, *, batch_size: int = 1, bytes_per_number: int = 2
+    ) -> HybridMemory:
+        """Bytes held after ``context`` positions of ``batch_size`` sequences.
+
+        Args:
+            context: Positions decoded so far, a non-negative int.
+            batch_size: Sequences decoded side by side, a positive int.
+            bytes_per_number: 2 for 16-bit numbers, 4 for float32, 1 for 8-bit; a positive int.
+
+        Returns:
+            A :class:`HybridMemory`: the attention layers' cache
+            (:meth:`CacheShape.cache_bytes`), the linear layers' state
+            (``state_numbers * batch_size * bytes_per_number``, held from the first position on),
+            their total, and the cache of the same model with attention in all its layers.
+
+        Raises:
+            TypeError: If an argument is not an int.
+            ValueError: If ``context`` is negative or another argument not positive.
+        """
+        sizes = {"batch_size": batch_size, "bytes_per_number": bytes_per_number}
+        cache = self.attention.cache_bytes(context, **sizes)
+        state = self.state_numbers * batch_size * bytes_per_number
+        every_layer = dataclasses.replace(self.attention, num_layers=self.num_layers)
+        return HybridMemory(cache, state, cache + state, every_layer.cache_bytes(context, **sizes))
+
+
+# Published hybrids, from each release's config.json. tests/unit/test_linear.py checks them
+# against transformers' configuration classes: Qwen3NextConfig()'s defaults are
+# Qwen3-Next-80B-A3B's; KimiLinearConfig() needs the release's linear_attn_config, whose
+# full_attn_layers [4, 8, 12, 16, 20, 24, 27] make 7 attention layers (the class's default
+# layer_types have 6).
+PUBLISHED_HYBRID_SHAPES: dict[str, HybridShape] = {
+    # 48 layers: 12 x (3 Gated DeltaNet, 1 gated attention); attention 16 query heads, 2
+    # key/value heads of width 256; Gated DeltaNet 16 query/key and 32 value heads of width 128.
+    "Qwen3-Next-80B-A3B": HybridShape(
+        attention=CacheShape(num_layers=12, num_heads=16, head_dim=256, num_kv_heads=2),
+        num_linear_layers=36,
+        num_key_heads=16,
+        num_value_heads=32,
+        key_dim=128,
+        value_dim=128,
+        conv_size=4,
+    ),
+    # 27 layers: 20 Kimi Delta Attention, 7 multi-head latent attention (DeepSeek-V3's
+    # latent 512 and RoPE key 64, 32 heads); KDA 32 heads of width 128 for q, k and v.
+    "Kimi-Linear-48B-A3B": HybridShape(
+        attention=CacheShape(
+            num_layers=7, num_heads=32, head_dim=128, kv_lora_rank=512, rope_dim=64
+        ),
+        num_linear_layers=20,
+        num_key_heads=32,
+        num_value_heads=32,
+        key_dim=128,
+        value_dim=128,
+        conv_size=4,
     ),
 }

@@ -140,6 +140,7 @@ class Instrument(Tab):
             "heads": READ_HEADS,
             "mask_composer": READ_COMPOSER,
             "cache_memory": READ_CACHE,
+            "hybrid_memory": READ_HYBRID,
             "extrapolation": READ_EXTRAPOLATION,
         }
         reader = reader[self.name]
@@ -1158,6 +1159,157 @@ def test_cache_from_the_keyboard_and_over_many_settings(cache_page):
     tab.select_option(f"{CACHE}-precision", "2")
 
 
+# --- chapter 21: what a hybrid holds, cache and state ---------------------------------------------
+
+HYBRID_PAGE = "notebooks_src/chapters/21_linear_attention_is_an_rnn.html"
+HYBRID = "#instrument-hybrid_memory"
+READ_HYBRID = """() => {
+  const s = window.attentionInstruments.hybrid_memory;
+  const box = document.querySelector('#instrument-hybrid_memory');
+  return {name: s.name, context: s.context, batchSize: s.batchSize,
+    bytesPerNumber: s.bytesPerNumber, runs: s.runs, kind: s.kind, layers: s.layers,
+    kept: s.kept, cacheNumbersPerToken: s.cacheNumbersPerToken, stateNumbers: s.stateNumbers,
+    cache: s.cache, state: s.state, total: s.total, allAttention: s.allAttention,
+    passes: s.passes,
+    config: JSON.parse(box.querySelector('.instrument-body').dataset.config),
+    parts: Array.from(box.querySelectorAll('.instrument-model'), (li) => li.dataset.part),
+    sizes: Array.from(box.querySelectorAll('.instrument-model-size'), (p) => p.textContent),
+    bars: Array.from(box.querySelectorAll('.instrument-bar span'),
+                     (b) => b.getBoundingClientRect().width),
+    readable: Array.from([s.cache, s.state, s.total, s.allAttention],
+                         (b) => window.attentionInstruments.core.readable(b)),
+    status: box.querySelector('.instrument-status').textContent};
+}"""
+
+
+@pytest.fixture(scope="module")
+def hybrid_page(browser, server):
+    with Instrument(browser, server, path=HYBRID_PAGE, name="hybrid_memory") as tab:
+        yield tab
+
+
+def check_hybrid(state: dict) -> None:
+    """The page's numbers against HybridShape.memory_bytes, exactly (whole numbers < 2**53)."""
+    from attention_lab.caches import PUBLISHED_HYBRID_SHAPES
+
+    shape = PUBLISHED_HYBRID_SHAPES[state["name"]]
+    memory = shape.memory_bytes(
+        state["context"],
+        batch_size=state["batchSize"],
+        bytes_per_number=state["bytesPerNumber"],
+    )
+    assert memory.all_attention < 2**53
+    shown = (state["cache"], state["state"], state["total"], state["allAttention"])
+    assert shown == (memory.cache, memory.state, memory.total, memory.all_attention), state
+    assert state["kind"] == shape.attention.kind and state["layers"] == shape.num_layers
+    assert state["cacheNumbersPerToken"] == shape.attention.numbers_per_token
+    assert state["stateNumbers"] == shape.state_numbers
+    # The first context whose cache holds more than the state, from the library.
+    one = shape.memory_bytes(state["passes"])
+    before = shape.memory_bytes(state["passes"] - 1)
+    assert one.cache > one.state and before.cache <= before.state
+    if "bars" in state:  # four parts, each bar in proportion to the largest
+        assert state["parts"] == ["cache", "state", "total", "all"]
+        sizes = [memory.cache, memory.state, memory.total, memory.all_attention]
+        top, largest = max(state["bars"]), max(sizes)
+        for size, width in zip(sizes, state["bars"], strict=True):
+            assert width == pytest.approx(top * size / largest, abs=1.0)
+        assert state["sizes"] == [
+            f"{text} ({size:,} bytes)" for text, size in zip(state["readable"], sizes, strict=True)
+        ]
+
+
+def test_hybrid_shapes_come_from_the_library(hybrid_page):
+    # One source: the page's data-config holds the library's shapes, field for field.
+    import dataclasses
+
+    from attention_lab.caches import PUBLISHED_HYBRID_SHAPES
+
+    models = hybrid_page.state()["config"]["models"]
+    assert models == [
+        {
+            "name": name,
+            **dataclasses.asdict(shape),
+            "attention": {"kind": shape.attention.kind, **dataclasses.asdict(shape.attention)},
+        }
+        for name, shape in PUBLISHED_HYBRID_SHAPES.items()
+    ]
+    assert {m["attention"]["kind"] for m in models} == {"grouped-query", "latent"}
+    script = (ROOT / "book" / "_static" / "instruments" / "hybrid_memory.js").read_text()
+    assert not [name for name in PUBLISHED_HYBRID_SHAPES if name in script]  # no copy in JS
+
+
+def test_hybrid_defaults_match_the_library_and_the_prose(hybrid_page):
+    state = hybrid_page.state()
+    assert (state["name"], state["context"], state["batchSize"], state["bytesPerNumber"]) == (
+        "Qwen3-Next-80B-A3B",
+        32768,
+        1,
+        2,
+    )
+    check_hybrid(state)
+    # The text description's claims at these settings.
+    assert [size.split(" (")[0] for size in state["sizes"]] == [
+        "768 MiB",
+        "37.7 MiB",
+        "806 MiB",
+        "3.00 GiB",
+    ]
+    assert state["passes"] == 1609
+    assert "3.8 times as much" in state["status"] and "at 1,609 positions" in state["status"]
+    description = EXPLORER_TEXTS["instrument-hybrid_memory"]["shows"]
+    for claim in ("768 MiB", "37.7 MiB", "806 MiB", "3.00 GiB", "3.8 times", "1,609"):
+        assert claim in description, claim
+
+
+def test_hybrid_from_the_keyboard_and_over_many_settings(hybrid_page):
+    tab = hybrid_page.page
+    tab.focus(f"{HYBRID}-context")
+    tab.keyboard.press("End")  # 2**20 positions
+    tab.focus(f"{HYBRID}-batch")
+    for _ in range(3):  # 8 sequences
+        tab.keyboard.press("ArrowRight")
+    tab.focus(f"{HYBRID}-precision")
+    tab.select_option(f"{HYBRID}-precision", "4")
+    state = hybrid_page.state()
+    assert (state["context"], state["batchSize"], state["bytesPerNumber"]) == (2**20, 8, 4)
+    assert tab.get_attribute(f"{HYBRID}-context", "aria-valuetext") == "1,048,576 positions"
+    check_hybrid(state)
+    tab.focus(f"{HYBRID}-model")
+    tab.select_option(f"{HYBRID}-model", "Kimi-Linear-48B-A3B")
+    tab.focus(f"{HYBRID}-context")
+    tab.keyboard.press("Home")  # 256 positions: the state is larger than the cache
+    state = hybrid_page.state()
+    assert (state["name"], state["context"], state["kind"]) == (
+        "Kimi-Linear-48B-A3B",
+        256,
+        "latent",
+    )
+    assert state["cache"] < state["state"]
+    check_hybrid(state)
+    # compute() itself over the controls' whole grid, for every model.
+    compute = (
+        "([settings, models]) => settings.map((s) => window.attentionInstruments.hybrid_memory"
+        ".compute(s, models.filter((m) => m.name === s.model)[0]))"
+    )
+    models = state["config"]["models"]
+    grid = [
+        {"model": m["name"], "context": 2**c, "batchSize": 2**b, "bytesPerNumber": n}
+        for m in models
+        for c in range(8, 21)
+        for b in range(9)
+        for n in (1, 2, 4)
+    ]
+    for settings, result in zip(grid, tab.evaluate(compute, [grid, models]), strict=True):
+        assert result["name"] == settings["model"]
+        check_hybrid({**settings, **result})
+    tab.select_option(f"{HYBRID}-model", "Qwen3-Next-80B-A3B")
+    hybrid_page.set_range("context", 15)
+    hybrid_page.set_range("batch", 0)
+    tab.select_option(f"{HYBRID}-precision", "2")
+    assert not hybrid_page.errors, hybrid_page.errors
+
+
 # --- chapter 18: positions past the training length -------------------------------------------
 
 EXTRAPOLATION_PAGE = "notebooks_src/chapters/18_positions_past_training_length.html"
@@ -1461,7 +1613,7 @@ def test_extrapolation_compute_over_many_settings(extrapolation_page):
     print(errors)
 
 
-# --- both new instruments: accessible in both themes, readable on a phone, screenshots ------------
+# --- the Part VI and VII instruments: accessible in both themes, readable on a phone, screenshots
 
 
 THEME_SHOWN = "() => document.documentElement.dataset.theme"
@@ -1470,9 +1622,11 @@ UNLABELLED = """(name) => Array.from(document.querySelectorAll(
   .filter((i) => !i.labels || !i.labels.length).map((i) => i.id)"""
 
 
-@pytest.mark.parametrize("name", ["mask_composer", "cache_memory", "extrapolation"])
+@pytest.mark.parametrize(
+    "name", ["mask_composer", "cache_memory", "extrapolation", "hybrid_memory"]
+)
 @pytest.mark.parametrize("theme", THEMES)
-def test_part_six_instruments_accessible_and_readable(browser, server, axe, name, theme):
+def test_part_six_and_seven_instruments_accessible_and_readable(browser, server, axe, name, theme):
     def prepare(phone: Instrument) -> None:
         assert phone.page.evaluate(THEME_SHOWN) == theme
         if name == "mask_composer":  # the widest table the sliders allow
@@ -1524,6 +1678,7 @@ INSTRUMENT_PAGES = {
     "mask_composer": COMPOSER_PAGE,
     "cache_memory": CACHE_PAGE,
     "extrapolation": EXTRAPOLATION_PAGE,
+    "hybrid_memory": HYBRID_PAGE,
 }
 
 

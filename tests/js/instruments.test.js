@@ -1,6 +1,6 @@
-// The pure parts of the Part VI instruments (book/_static/instruments/mask_composer.js,
-// cache_memory.js and extrapolation.js), under `node --test`: the examples of attention_lab.masks'
-// docstrings, of CacheShape's and of attention_lab.positional's.
+// The pure parts of the Part VI and VII instruments (book/_static/instruments/mask_composer.js,
+// cache_memory.js, extrapolation.js and hybrid_memory.js), under `node --test`: the examples of
+// attention_lab.masks' docstrings, of CacheShape's, HybridShape's and attention_lab.positional's.
 // tests/browser/test_browser_instruments.py checks the same functions in the page against the
 // library itself.
 "use strict";
@@ -15,6 +15,7 @@ require("../../book/_static/instruments/core.js");
 const composer = require("../../book/_static/instruments/mask_composer.js");
 const cache = require("../../book/_static/instruments/cache_memory.js");
 const extrapolation = require("../../book/_static/instruments/extrapolation.js");
+const hybrid = require("../../book/_static/instruments/hybrid_memory.js");
 
 const BASE = { seed: 0, order: "none", prefix: 0, padding: false, pads: 1, side: "right",
   window: false, windowSize: 1, documents: false };
@@ -107,6 +108,56 @@ test("readable: binary units, three significant digits", () => {
   assert.equal(cache.readable(2 ** 30), "1.00 GiB");
   assert.equal(cache.readable(575668224), "549 MiB");
   assert.equal(cache.readable(2 ** 26), "64.0 MiB");
+});
+
+// Qwen3-Next-80B-A3B's and Kimi-Linear-48B-A3B's shapes as the page's data-config holds them.
+const QWEN3_NEXT = { name: "qwen3-next", num_linear_layers: 36, num_key_heads: 16,
+  num_value_heads: 32, key_dim: 128, value_dim: 128, conv_size: 4,
+  attention: { kind: "grouped-query", num_layers: 12, num_heads: 16, head_dim: 256,
+    num_kv_heads: 2, window: null, kv_lora_rank: null, rope_dim: null } };
+const KIMI_LINEAR = { name: "kimi-linear", num_linear_layers: 20, num_key_heads: 32,
+  num_value_heads: 32, key_dim: 128, value_dim: 128, conv_size: 4,
+  attention: { kind: "latent", num_layers: 7, num_heads: 32, head_dim: 128, num_kv_heads: null,
+    window: null, kv_lora_rank: 512, rope_dim: 64 } };
+
+test("hybrid memory: a growing cache, a fixed state, against attention in every layer", () => {
+  // HybridShape's example: Qwen3-Next at 262,144 tokens, 16 bits: a 6 GiB cache, 24 GiB were
+  // every layer attention, and 48 layers' worth of state 19,759,104 numbers.
+  const r = hybrid.compute({ context: 2 ** 18, batchSize: 1, bytesPerNumber: 2 }, QWEN3_NEXT);
+  assert.equal(r.layers, 48);
+  assert.equal(r.cacheNumbersPerToken, 12 * 2 * 2 * 256);
+  assert.equal(r.statePerLayer, 32 * 128 * 128 + 3 * (2 * 16 * 128 + 32 * 128));
+  assert.equal(r.stateNumbers, 19759104);
+  assert.equal(r.cache, 6 * 2 ** 30);
+  assert.equal(r.allAttention, 24 * 2 ** 30);
+  assert.equal(r.state, 2 * 19759104);
+  assert.equal(r.total, r.cache + r.state);
+  assert.equal(r.ratio, r.allAttention / r.total);
+  // 19,759,104 = 1,608 x 12,288: the cache equals the state at 1,608 positions, passes it after.
+  assert.equal(r.passes, 1609);
+  // The state does not grow with the context; batch and bytes scale every part alike.
+  const short = hybrid.compute({ context: 256, batchSize: 1, bytesPerNumber: 2 }, QWEN3_NEXT);
+  assert.equal(short.state, r.state);
+  assert.ok(short.cache < short.state);
+  const big = hybrid.compute({ context: 2 ** 18, batchSize: 8, bytesPerNumber: 4 }, QWEN3_NEXT);
+  for (const part of ["cache", "state", "total", "allAttention"]) {
+    assert.equal(big[part], 16 * r[part], part);
+  }
+  // Latent attention caches its latent and its RoPE key: 7 x 576 numbers per position.
+  const kimi = hybrid.compute({ context: 2 ** 20, batchSize: 1, bytesPerNumber: 2 }, KIMI_LINEAR);
+  assert.equal(kimi.cacheNumbersPerToken, 7 * 576);
+  assert.equal(kimi.allAttention, 27 * 576 * 2 ** 20 * 2);
+  assert.equal(kimi.stateNumbers, 20 * (32 * 128 * 128 + 3 * 3 * 32 * 128));
+  assert.ok(kimi.allAttention < 2 ** 53);
+});
+
+test("hybrid memory: a windowed cache that stops below the state never passes it", () => {
+  const windowed = Object.assign({}, QWEN3_NEXT,
+    { attention: Object.assign({}, QWEN3_NEXT.attention, { window: 1024 }) });
+  const r = hybrid.compute({ context: 4096, batchSize: 1, bytesPerNumber: 2 }, windowed);
+  assert.equal(r.kept, 1024);
+  assert.equal(r.passes, null);
+  assert.equal(r.cache, 12288 * 1024 * 2);
 });
 
 const ROPE = { encoding: "rope", scaling: "none", factor: 4, headDim: 64, base: 1e4, trained: 256,

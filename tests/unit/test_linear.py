@@ -446,3 +446,121 @@ def test_delta_rule_refuses_bad_input():
         delta_rule(q, k, v, (beta > 0.5).long())
     with pytest.raises(ValueError, match="must be <= 0"):
         delta_rule(q, k, v, beta, decay=torch.full_like(beta, float("nan")))
+
+
+# --- what a hybrid holds: attention_lab.caches.HybridShape and PUBLISHED_HYBRID_SHAPES --------
+
+# Kimi-Linear-48B-A3B's config.json (moonshotai, 2025): its linear_attn_config, whose layer
+# lists (1-indexed) KimiLinearConfig reads; the class's own default layer_types differ.
+KIMI_LINEAR_ATTN_CONFIG = {
+    "full_attn_layers": [4, 8, 12, 16, 20, 24, 27],
+    "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26],
+    "head_dim": 128,
+    "num_heads": 32,
+    "short_conv_kernel_size": 4,
+}
+
+
+def independent_count(config, context, batch, bytes_per_number, latent=False):
+    """Cache, state and all-attention bytes counted from a transformers config's own fields."""
+    full = config.layer_types.count("full_attention")
+    linear = config.layer_types.count("linear_attention")
+    assert full + linear == config.num_hidden_layers
+    if latent:  # MLA: the latent and the decoupled RoPE key, per position and layer
+        per_layer = config.kv_lora_rank + config.qk_rope_head_dim
+        heads = values = config.linear_num_heads
+        key_heads, width, conv = heads, config.linear_head_dim, config.linear_conv_kernel_dim
+        key_width = value_width = width
+    else:
+        per_layer = 2 * config.num_key_value_heads * config.head_dim
+        key_heads, heads = config.linear_num_key_heads, config.linear_num_value_heads
+        key_width, value_width = config.linear_key_head_dim, config.linear_value_head_dim
+        conv = config.linear_conv_kernel_dim
+        values = heads
+    per_sequence = context * batch * bytes_per_number
+    state = heads * key_width * value_width
+    window = (conv - 1) * (2 * key_heads * key_width + values * value_width)
+    return (
+        full * per_layer * per_sequence,
+        linear * (state + window) * batch * bytes_per_number,
+        config.num_hidden_layers * per_layer * per_sequence,
+    )
+
+
+@pytest.mark.parametrize("context", [0, 1, 4096, 32_768, 262_144, 1_048_576])
+@pytest.mark.parametrize(("batch", "bytes_per_number"), [(1, 2), (8, 4), (3, 1)])
+@pytest.mark.parametrize("name", ["Qwen3-Next-80B-A3B", "Kimi-Linear-48B-A3B"])
+def test_published_hybrids_hold_what_their_configurations_say(
+    name, context, batch, bytes_per_number
+):
+    from transformers import KimiLinearConfig
+
+    from attention_lab.caches import PUBLISHED_HYBRID_SHAPES
+
+    if name == "Qwen3-Next-80B-A3B":  # the class's defaults are the release's
+        config, latent = Qwen3NextConfig(), False
+    else:
+        config, latent = KimiLinearConfig(linear_attn_config=KIMI_LINEAR_ATTN_CONFIG), True
+        assert KimiLinearConfig().layer_types.count("full_attention") == 6  # not the release's
+    shape = PUBLISHED_HYBRID_SHAPES[name]
+    assert shape.attention.kind == ("latent" if latent else "grouped-query")
+    assert shape.num_layers == config.num_hidden_layers
+    memory = shape.memory_bytes(context, batch_size=batch, bytes_per_number=bytes_per_number)
+    cache, state, all_attention = independent_count(
+        config, context, batch, bytes_per_number, latent
+    )
+    assert (memory.cache, memory.state, memory.all_attention) == (cache, state, all_attention)
+    assert memory.total == cache + state
+
+
+def test_a_hybrid_s_state_is_the_size_of_what_delta_rule_and_the_layer_keep():
+    # A small hybrid, its state counted against the tensors the library's code keeps: the state
+    # delta_rule returns, and the last conv_size - 1 inputs of GatedDeltaNet's convolution.
+    from attention_lab.caches import CacheShape, HybridShape
+
+    batch, key_heads, value_heads, key_dim, value_dim, conv_size = 3, 2, 4, 5, 6, 4
+    shape = HybridShape(
+        attention=CacheShape(num_layers=1, num_heads=4, head_dim=8, num_kv_heads=2),
+        num_linear_layers=3,
+        num_key_heads=key_heads,
+        num_value_heads=value_heads,
+        key_dim=key_dim,
+        value_dim=value_dim,
+        conv_size=conv_size,
+    )
+    length = 7
+    query, key = torch.randn(2, batch, key_heads, length, key_dim)
+    value = torch.randn(batch, value_heads, length, value_dim)
+    beta = torch.rand(batch, value_heads, length)
+    _, state = delta_rule(query, key, value, beta, return_state=True)  # float32
+    layer = GatedDeltaNet(16, key_heads, value_heads, key_dim, value_dim, conv_size=conv_size)
+    channels, _, kernel = layer.conv.weight.shape  # depthwise: [channels, 1, conv_size]
+    window = torch.zeros(batch, channels, kernel - 1)  # the inputs the next step still needs
+    one_layer = state.nbytes + window.nbytes
+    memory = shape.memory_bytes(length, batch_size=batch, bytes_per_number=4)
+    assert memory.state == shape.num_linear_layers * one_layer
+    assert shape.memory_bytes(10 * length, batch_size=batch, bytes_per_number=4).state == (
+        memory.state
+    )  # the same at any context
+    assert memory.cache == shape.attention.cache_bytes(length, batch_size=batch, bytes_per_number=4)
+    assert memory.all_attention == 4 * memory.cache  # 4 layers of attention instead of 1
+
+
+def test_a_hybrid_shape_refuses_bad_input():
+    from attention_lab.caches import CacheShape, HybridShape
+
+    attention = CacheShape(num_layers=1, num_heads=2, head_dim=4)
+    sizes = dict(
+        num_linear_layers=1, num_key_heads=2, num_value_heads=4, key_dim=4, value_dim=4, conv_size=4
+    )
+    with pytest.raises(TypeError, match="CacheShape"):
+        HybridShape(attention={"num_layers": 1}, **sizes)
+    with pytest.raises(ValueError, match="multiple of num_key_heads"):
+        HybridShape(attention=attention, **{**sizes, "num_value_heads": 3})
+    with pytest.raises(ValueError, match="num_linear_layers"):
+        HybridShape(attention=attention, **{**sizes, "num_linear_layers": 0})
+    shape = HybridShape(attention=attention, **sizes)
+    with pytest.raises(ValueError, match="context"):
+        shape.memory_bytes(-1)
+    with pytest.raises(TypeError, match="batch_size"):
+        shape.memory_bytes(8, batch_size=1.5)

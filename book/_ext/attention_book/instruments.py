@@ -12,8 +12,8 @@ the instrument's name (e.g. ``scaling``). It writes
 
 and links the browser code, ``book/_static/instruments/`` (``instruments.css``, ``core.js`` and
 ``<name>.js``) and the buttons' ``book/_static/controls/button.css``, from the pages that hold an
-instrument, and no other. Where an instrument shows the library's own data (the cache
-instrument's published model shapes), ``LIBRARY_DATA`` adds it to ``data-config`` from
+instrument, and no other. Where an instrument shows the library's own data (the published model
+shapes of the cache and hybrid instruments), ``LIBRARY_DATA`` adds it to ``data-config`` from
 ``attention_lab`` when the page is built, so the browser code holds no copy. The code is plain
 JavaScript computing in float64 on typed arrays; nothing is fetched. Its random inputs come from
 a seeded generator described in ``core.js``, which ``tests/browser/test_browser_instruments.py``
@@ -76,6 +76,15 @@ DEFAULTS = {
     # ch16: context 2**logContext positions, batch 2**logBatch, bytes per number; the models'
     # shapes are added from the library when the page is built (LIBRARY_DATA).
     "cache_memory": {"logContext": 13, "logBatch": 0, "bytesPerNumber": 2},
+    # ch21: the model (a name in PUBLISHED_HYBRID_SHAPES), context 2**logContext positions,
+    # batch 2**logBatch, bytes per number; the models' shapes are added from the library when the
+    # page is built (LIBRARY_DATA).
+    "hybrid_memory": {
+        "model": "Qwen3-Next-80B-A3B",
+        "logContext": 15,
+        "logBatch": 0,
+        "bytesPerNumber": 2,
+    },
     # ch18: the encoding (rope, alibi, sinusoidal); RoPE's scaling (none, linear, dynamic, yarn)
     # and its factor 2**logFactor; head width 2**logHeadDim; base 10**logBase; the trained length
     # L = 2**logTrained; the distance (the position, for sinusoidal) `at`, up to 8 L; ALiBi's heads.
@@ -108,9 +117,32 @@ def published_cache_shapes() -> list[dict]:
     ]
 
 
+def published_hybrid_shapes() -> list[dict]:
+    """``attention_lab.caches.PUBLISHED_HYBRID_SHAPES`` as the hybrid instrument reads them.
+
+    One dict per model, in the library's order: ``name``, the fields of
+    :class:`~attention_lab.caches.HybridShape`, and ``attention`` as a dict of its
+    :class:`~attention_lab.caches.CacheShape`'s fields and ``kind``. The page computes its
+    sizes from these, so the library is their one source.
+    """
+    from attention_lab.caches import PUBLISHED_HYBRID_SHAPES  # imports torch: only when used
+
+    return [
+        {
+            "name": name,
+            **dataclasses.asdict(shape),
+            "attention": {"kind": shape.attention.kind, **dataclasses.asdict(shape.attention)},
+        }
+        for name, shape in PUBLISHED_HYBRID_SHAPES.items()
+    ]
+
+
 # Settings taken from attention_lab when the page is built: the instrument's data-config gets
 # each key with the function's result, and the page depends on the library module named.
-LIBRARY_DATA = {"cache_memory": ("attention_lab.caches", {"models": published_cache_shapes})}
+LIBRARY_DATA = {
+    "cache_memory": ("attention_lab.caches", {"models": published_cache_shapes}),
+    "hybrid_memory": ("attention_lab.caches", {"models": published_hybrid_shapes}),
+}
 
 
 def figure(name: str, entry: dict, config: dict) -> InteractiveFigure:

@@ -17,23 +17,7 @@
     "multi-query": "#d55e00", latent: "#cc78bc" };
   var PRECISIONS = [[4, "32-bit (float32, 4 bytes)"], [2, "16-bit (bfloat16, 2 bytes)"],
     [1, "8-bit (1 byte)"]];
-  var UNITS = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-
-  // 1234567 -> "1,234,567" (whole numbers).
-  function grouped(n) {
-    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-  }
-
-  // Bytes in binary units with three significant digits: 1073741824 -> "1.00 GiB".
-  function readable(bytes) {
-    var u = 0, v = bytes;
-    while (v >= 1024 && u < UNITS.length - 1) {
-      v /= 1024;
-      u += 1;
-    }
-    if (u === 0) return grouped(bytes) + (bytes === 1 ? " byte" : " bytes");
-    return v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2) + " " + UNITS[u];
-  }
+  var grouped = core.grouped, readable = core.readable; // 1,234,567; "1.00 GiB"
 
   function numbersPerToken(m) {
     if (m.kv_lora_rank !== null) return m.num_layers * (m.kv_lora_rank + m.rope_dim);

@@ -94,6 +94,24 @@
     return Math.abs(x) >= 0.01 ? x.toFixed(3) : x.toExponential(2);
   }
 
+  // 1234567 -> "1,234,567" (whole numbers).
+  function grouped(n) {
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
+
+  // Bytes in binary units with three significant digits: 1073741824 -> "1.00 GiB" (the memory
+  // instruments, cache_memory.js and hybrid_memory.js).
+  var UNITS = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  function readable(bytes) {
+    var u = 0, v = bytes;
+    while (v >= 1024 && u < UNITS.length - 1) {
+      v /= 1024;
+      u += 1;
+    }
+    if (u === 0) return grouped(bytes) + (bytes === 1 ? " byte" : " bytes");
+    return v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2) + " " + UNITS[u];
+  }
+
   // WCAG 2 relative luminance of an sRGB colour [r, g, b] (0-255 each).
   function luminance(rgb) {
     var linear = rgb.map(function (c) {
@@ -232,6 +250,8 @@
     max: max,
     spread: spread,
     format: format,
+    grouped: grouped,
+    readable: readable,
     luminance: luminance,
     inkOn: inkOn,
     svg: svg,
