@@ -439,14 +439,14 @@ PUBLISHED_CACHE_SHAPES: dict[str, CacheShape] = {
 
 
 class HybridMemory(NamedTuple):
-    """What a hybrid model holds per batch, in bytes (:meth:`HybridShape.memory_bytes`).
+    """What a hybrid model holds per batch, in bytes (:meth:`HybridShape.memory_bytes`), as
+    four named ints.
 
-    Attributes:
-        cache: The attention layers' key/value (or latent) cache, growing with the context.
-        state: The linear layers' states and convolution windows, the same at any context.
-        total: ``cache + state``.
-        all_attention: The cache the same model would hold if every layer were one of its
-            attention layers.
+    - ``cache``: the attention layers' key/value (or latent) cache, growing with the context.
+    - ``state``: the linear layers' states and convolution windows, the same at any context.
+    - ``total``: ``cache + state``.
+    - ``all_attention``: the cache the same model would hold if every layer were one of its
+      attention layers.
     """
 
     cache: int
@@ -525,7 +525,8 @@ class HybridShape:
 
     @property
     def state_numbers_per_layer(self) -> int:
-        """Numbers one linear layer keeps per sequence: its state and its convolution's window."""
+        """How many numbers one linear layer keeps per sequence (its state and its
+        convolution's window)."""
         heads, keys, values = self.num_value_heads, self.key_dim, self.value_dim
         channels = 2 * self.num_key_heads * keys + heads * values
         return heads * keys * values + (self.conv_size - 1) * channels
