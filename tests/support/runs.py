@@ -264,14 +264,22 @@ def stored(run: Run) -> Path:
 
 
 def execute(nb, cwd: Path, config: str = "default", timeout: int = 600):
-    """Execute ``nb`` in a fresh kernel in ``cwd`` under ``config``; errors stay in the outputs."""
-    from nbclient import NotebookClient
+    """Execute ``nb`` in a fresh kernel in ``cwd`` under ``config``; errors stay in the outputs.
 
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-        resources={"metadata": {"path": str(cwd)}},
-    )  # fmt: skip
-    client.execute(env=numerics.environment(config))
+    The kernel talks over Unix sockets in a folder of its own (``transport="ipc"``), not TCP: with
+    TCP, jupyter_client picks free ports, closes them and hands them to the kernel, and another
+    kernel's client could take one in between ("Kernel died before replying to kernel_info", seen
+    in CI with two workers). Sockets in a fresh folder cannot collide."""
+    from nbclient import NotebookClient
+    from traitlets.config import Config
+
+    with tempfile.TemporaryDirectory(prefix="attention-lab-kernel-") as sockets:
+        settings = Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}})
+        client = NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+            resources={"metadata": {"path": str(cwd)}}, config=settings,
+        )  # fmt: skip
+        client.execute(env=numerics.environment(config))
     return nb
 
 

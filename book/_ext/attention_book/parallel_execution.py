@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -58,12 +59,17 @@ def _execute(path: str, timeout: int, allow_errors: bool) -> tuple[str, float, s
     error's name or "", the executed notebook or None). The parent process writes the cache, so
     two workers never write its database at once."""
     from jupyter_cache.executors.utils import single_nb_execution
+    from traitlets.config import Config
 
     nb = _read(Path(path))
-    result = single_nb_execution(
-        nb, cwd=str(Path(path).parent), allow_errors=allow_errors, timeout=timeout,
-        meta_override=True,
-    )  # fmt: skip
+    # Unix sockets in a folder of the kernel's own, not TCP ports, which two kernels starting at
+    # once can collide on (as tests/support/runs.py's `execute` explains).
+    with tempfile.TemporaryDirectory(prefix="attention-lab-kernel-") as sockets:
+        result = single_nb_execution(
+            nb, cwd=str(Path(path).parent), allow_errors=allow_errors, timeout=timeout,
+            meta_override=True,
+            config=Config({"KernelManager": {"transport": "ipc", "ip": f"{sockets}/kernel"}}),
+        )  # fmt: skip
     if result.err is not None:
         return path, result.time, result.err.__class__.__name__, None
     return path, result.time, "", nb
