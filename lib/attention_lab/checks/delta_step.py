@@ -21,20 +21,15 @@ import torch
 
 from attention_lab.checks._core import (
     Case,
-    Result,
     call_quietly,
     check_callable,
     close,
-    compare,
-    fail,
-    name_of,
     randn,
     register_mistakes,
-    run,
-    same_behaviour,
     success,
     tolerance,
 )
+from attention_lab.checks._state_step import compare_step, fresh, probe_mistake
 from attention_lab.linear import delta_rule
 
 __all__ = ["check_gated_delta_step"]
@@ -222,12 +217,6 @@ def _history(g: torch.Generator, shape: tuple[int, ...], dtype=torch.float32, **
     return tuple(x.to(dtype) for x in args), tuple(x.to(dtype) for x in _expected(*args))
 
 
-def _fresh(args: tuple) -> tuple:
-    """Copies of a call's tensors: a step that decays its state in place (right) must not
-    change the check's."""
-    return tuple(x.clone() for x in args)
-
-
 # (B, H, Dk, Dv, earlier positions) of the probes a diagnosis runs: Dk != Dv, Dk = Dv (where a
 # state used the wrong way round has the right shape), a zero state, H = Dv, every size equal.
 _PROBES = ((2, 3, 4, 5, 3), (1, 2, 4, 4, 4), (2, 2, 3, 2, 0), (1, 3, 2, 3, 2), (3, 3, 3, 3, 2))
@@ -237,13 +226,7 @@ def _probe_mistake(fn: Callable) -> str | None:
     """The mistake whose behaviour ``fn`` shows on every probe, crashes included."""
     g = torch.Generator().manual_seed(130)
     probes = [_history(g, shape)[0] for shape in _PROBES]
-    got = [call_quietly(fn, _fresh(args)) for args in probes]
-    right = [_step_variant(*args) for args in probes]
-    for key in _DEVIATIONS:
-        expected = [lambda args=args, key=key: _step_variant(*args, key) for args in probes]
-        if same_behaviour(got, expected, right):
-            return key.partition("/")[0]
-    return None
+    return probe_mistake(fn, probes, _step_variant, _DEVIATIONS)
 
 
 def _step_cases() -> list[tuple[Case, tuple[torch.Tensor, ...]]]:
@@ -277,7 +260,7 @@ def _where(fn: Callable, case: Case, got, expected, tol) -> str:
         )
     query, key, value, beta, decay, state = case.args
     args = (query, key, value, torch.zeros_like(beta), decay, state)
-    forgot = call_quietly(fn, _fresh(args))
+    forgot = call_quietly(fn, fresh(args))
     only_forgetting = _expected(*args)[1].to(state.dtype)
     if (
         isinstance(forgot, tuple | list)
@@ -297,39 +280,13 @@ def _where(fn: Callable, case: Case, got, expected, tol) -> str:
 
 def _compare_step(fn: Callable, case: Case, expected, mistake: Callable[[], str | None]):
     """Run ``fn`` on ``case`` and compare its two results with ``expected``; return them."""
-    fn_name = name_of(fn)
-    result = run(fn, Case(case.name, _fresh(case.args)), lambda error: mistake())
-    if not (
-        isinstance(result, tuple | list)
-        and len(result) == 2
-        and all(isinstance(r, torch.Tensor) for r in result)
-    ):
-        what = type(result).__name__
-        what = f"a {what} of {len(result)}" if isinstance(result, tuple | list) else what
-        fail(fn_name, case, f"it returned {what}", "delta_step_not_a_pair")
-    batch, heads, key_dim = case.args[1].shape
-    value_dim = case.args[2].shape[-1]
-
-    def shape_mistake(name: str, shapes) -> str | None:
-        if name == "state" and tuple(shapes[1]) == (batch, heads, value_dim, key_dim):
-            return "delta_state_axes"
-        return mistake()
-
     tol = tolerance(expected[0].dtype)
-    compare(
-        fn_name,
-        case,
-        [Result("output", result[0], expected[0]), Result("state", result[1], expected[1])],
-        tol,
-        variants={
-            key: lambda key=key, args=case.args: _step_variant(*args, key) for key in _DEVIATIONS
-        },
-        shape_mistake=shape_mistake,
-        nonfinite=lambda name, bad: ("NaN or inf", mistake()),
-        fallback=lambda got: mistake(),
+    return compare_step(
+        fn, case, expected, ("output", "state"),
+        not_a_tuple="delta_step_not_a_pair", state_transposed="delta_state_axes",
+        variant=_step_variant, deviations=_DEVIATIONS, mistake=mistake,
         locate=lambda got: _where(fn, case, got, expected, tol),
-    )
-    return tuple(result)
+    )  # fmt: skip
 
 
 # The last case: a sequence fed one position at a time, (B, H, Dk, Dv, T).

@@ -22,20 +22,14 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab.checks._core import (
     Case,
-    Result,
-    call_quietly,
     check_callable,
     close,
-    compare,
-    fail,
-    name_of,
     randn,
     register_mistakes,
-    run,
-    same_behaviour,
     success,
     tolerance,
 )
+from attention_lab.checks._state_step import compare_step, probe_mistake
 from attention_lab.linear import FEATURE_MAPS, linear_attention
 
 __all__ = ["check_linear_attention_step"]
@@ -178,12 +172,6 @@ def _history(g: torch.Generator, shape: tuple[int, ...], dtype=torch.float32):
     return tuple(x.to(dtype) for x in args), tuple(x.to(dtype) for x in expected)
 
 
-def _fresh(args: tuple) -> tuple:
-    """Copies of a call's tensors: a step that updates its state in place (right) must not
-    change the check's."""
-    return tuple(x.clone() for x in args)
-
-
 # (B, H, Dk, Dv, earlier positions) of the probes a diagnosis runs: Dk != Dv, Dk = Dv (where a
 # transposed state has the right shape), a zero state (where an old normaliser is 0), H = Dv
 # (where a normaliser without keepdim broadcasts), and every size equal.
@@ -194,13 +182,7 @@ def _probe_mistake(fn: Callable) -> str | None:
     """The mistake whose behaviour ``fn`` shows on every probe, crashes included."""
     g = torch.Generator().manual_seed(120)
     probes = [_history(g, shape)[0] for shape in _PROBES]
-    got = [call_quietly(fn, _fresh(args)) for args in probes]
-    right = [_step_variant(*args) for args in probes]
-    for key in _DEVIATIONS:
-        expected = [lambda args=args, key=key: _step_variant(*args, key) for args in probes]
-        if same_behaviour(got, expected, right):
-            return key.partition("/")[0]
-    return None
+    return probe_mistake(fn, probes, _step_variant, _DEVIATIONS)
 
 
 def _step_cases() -> list[tuple[Case, tuple[torch.Tensor, ...]]]:
@@ -237,43 +219,13 @@ def _where(got, expected, tol) -> str:
 
 def _compare_step(fn: Callable, case: Case, expected, mistake: Callable[[], str | None]):
     """Run ``fn`` on ``case`` and compare its three results with ``expected``; return them."""
-    fn_name = name_of(fn)
-    result = run(fn, Case(case.name, _fresh(case.args)), lambda error: mistake())
-    if not (
-        isinstance(result, tuple | list)
-        and len(result) == 3
-        and all(isinstance(r, torch.Tensor) for r in result)
-    ):
-        what = type(result).__name__
-        what = f"a {what} of {len(result)}" if isinstance(result, tuple | list) else what
-        fail(fn_name, case, f"it returned {what}", "linear_step_not_a_triple")
-    batch, heads, key_dim = case.args[1].shape
-    value_dim = case.args[2].shape[-1]
-
-    def shape_mistake(name: str, shapes) -> str | None:
-        if name == "state" and tuple(shapes[1]) == (batch, heads, value_dim, key_dim):
-            return "linear_state_transposed"
-        return mistake()
-
     tol = tolerance(expected[0].dtype)
-    compare(
-        fn_name,
-        case,
-        [
-            Result("output", result[0], expected[0]),
-            Result("state", result[1], expected[1]),
-            Result("key sum", result[2], expected[2]),
-        ],
-        tol,
-        variants={
-            key: lambda key=key, args=case.args: _step_variant(*args, key) for key in _DEVIATIONS
-        },
-        shape_mistake=shape_mistake,
-        nonfinite=lambda name, bad: ("NaN or inf", mistake()),
-        fallback=lambda got: mistake(),
+    return compare_step(
+        fn, case, expected, ("output", "state", "key sum"),
+        not_a_tuple="linear_step_not_a_triple", state_transposed="linear_state_transposed",
+        variant=_step_variant, deviations=_DEVIATIONS, mistake=mistake,
         locate=lambda got: _where(got, expected, tol),
-    )
-    return tuple(result)
+    )  # fmt: skip
 
 
 # The last case: a sequence fed one position at a time. [B, H, T, Dk] and Dv.
