@@ -32,7 +32,7 @@ STAGE  = $(PYTHON) tests/support/stages.py
 # "Tests", says why).
 PYTEST = env OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
-.PHONY: help venv learner-env node book runs test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
+.PHONY: help venv learner-env node book runs sweep test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
@@ -40,6 +40,8 @@ help:
 	@echo "make test-js    the browser code's pure parts under node --test (make test runs it)"
 	@echo "make runs       build the book, then execute the page runs the tests read, two at a time"
 	@echo "make test-fast  lint and the library tests only: no book build, no browser, no slow runs"
+	@echo "make sweep      the full seed sweep: every trained page under seeds 1 to 4 (after changing"
+	@echo "                one, or the library it trains with; make test runs one seed per configuration)"
 	@echo "make notebooks  build the book, then write every page as a Jupyter notebook into notebooks/"
 	@echo "make serve      serve _build/html on http://localhost:$(PORT)"
 	@echo "make bench      library, book and live-box measurements below, about 6 minutes (tables in benchmarks/results/)"
@@ -99,6 +101,14 @@ learner-env:
 # _build/runs/, keyed by their inputs, so each is executed once and no test executes a page.
 runs: book
 	$(BIN)/python tests/support/runs.py
+
+# The full seed sweep (tests/support/runs.py, `sweep`): each trained page under seeds 1 to 4, the
+# foreign configurations and the build's, where `make test` runs one seed per foreign
+# configuration. Run it after changing a trained page or the library it trains with; the margins
+# the pages state are measured over it. Its runs are stored beside the others.
+sweep: book
+	ATTENTION_LAB_SWEEP=full $(BIN)/python tests/support/runs.py
+	ATTENTION_LAB_SWEEP=full $(PYTEST) tests/runs/test_seed_sweep.py
 
 # Each stage timed (tests/support/stages.py; the browser stage also lists its 15 slowest tests,
 # its largest cost after the page runs), its tests on both cores (pytest-xdist; a test

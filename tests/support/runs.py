@@ -58,10 +58,13 @@ FORMAT = "1"
 VARIANTS = ("book", "learner", "lone")
 # How many foreign numeric configurations the runs use (the first that change this machine).
 FOREIGN = 3
-# Seeds of the sweep (the book's build runs its own, 0), each under a fixed configuration
-# (`sweep_configurations`): the same runs every time, so a commit that changes nothing a page
-# computes cannot fail it.
-SWEEP_SEEDS = (1, 2, 3, 4)
+# The seed sweep (the book's build runs the page's own seed, 0): `make test` runs one other seed
+# under each foreign configuration (seeds 1, 2 and, where this machine has a third, 3); `make
+# sweep` (ATTENTION_LAB_SWEEP=full) runs the full sweep, seeds 1 to 4 under A, B, C (or A again)
+# and the build's configuration. Each seed under a fixed configuration (`sweep`): the same runs
+# every time, so a commit that changes nothing a page computes cannot fail it.
+FULL_SWEEP_SEEDS = (1, 2, 3, 4)
+FULL_SWEEP = os.environ.get("ATTENTION_LAB_SWEEP", "") == "full"
 # The page the ``lone`` variant runs: a chapter with a quiz, downloaded on its own.
 LONE_PAGE = "chapters/05_masks"
 
@@ -171,9 +174,9 @@ def matrix(chosen: list[str] | None = None) -> list[Run]:
 
     - A page that trains a model (it sets ``SEED = …``): its learner notebook in the build's
       configuration with the book's seed, which is also the rerun whose figures must be the
-      book's byte for byte; and the seed sweep, seeds 1 to 4 spread over A, B, C and the build's
-      configuration, so every trained page runs under three foreign configurations and four
-      other seeds.
+      book's byte for byte; and its seed sweep (:func:`sweep`), another seed under each
+      foreign configuration (with :data:`FULL_SWEEP`, seeds 1 to 4 under A, B, C and the
+      build's configuration).
     - Any other page: its learner notebook under A, and the book page under B (the portability
       run).
     - The ``lone`` learner notebook (:data:`LONE_PAGE`) under A.
@@ -190,8 +193,7 @@ def matrix(chosen: list[str] | None = None) -> list[Run]:
         if page in trained:
             runs.append(Run(page, "learner", "default", purpose="learner"))
             runs += [
-                Run(page, "book", config, seed, purpose="sweep")
-                for seed, config in zip(SWEEP_SEEDS, sweep_configurations(chosen), strict=True)
+                Run(page, "book", config, seed, purpose="sweep") for seed, config in sweep(chosen)
             ]
         else:
             runs.append(Run(page, "learner", first, purpose="learner"))
@@ -200,10 +202,16 @@ def matrix(chosen: list[str] | None = None) -> list[Run]:
     return runs
 
 
-def sweep_configurations(chosen: list[str]) -> list[str]:
-    """The configuration of each of :data:`SWEEP_SEEDS`: A, B, C (or A again), then the build's."""
+def sweep(chosen: list[str], full: bool | None = None) -> list[tuple[int, str]]:
+    """``(seed, configuration)`` of each sweep run of a trained page: seed ``k`` under the
+    ``k``-th of ``chosen``; with ``full`` (default :data:`FULL_SWEEP`), seeds 1 to 4 under A, B,
+    C (or A again) and the build's configuration."""
+    if full is None:
+        full = FULL_SWEEP
+    if not full:
+        return list(enumerate(chosen, start=1))
     third = chosen[2] if len(chosen) > 2 else chosen[0]
-    return [chosen[0], chosen[1], third, "default"]
+    return list(zip(FULL_SWEEP_SEEDS, [chosen[0], chosen[1], third, "default"], strict=True))
 
 
 def learner(page: str, chosen: list[str]) -> Run:
