@@ -141,9 +141,8 @@ def numeric_configurations() -> list[str]:
 @pytest.fixture(scope="session")
 def learner_run(numeric_configurations):
     """A page's learner notebook (``_build/html/_notebooks/``) as a learner runs it: executed in
-    its own folder, offline. A page that trains a model runs in the build's configuration (its
-    figures must be the book's byte for byte; its seed sweep runs under the foreign ones), any
-    other under the first foreign configuration (a learner's machine is not the author's).
+    its own folder, offline, under the first foreign configuration (a learner's machine is not
+    the author's); a page that trains a model with seed 1 (the first run of its seed sweep).
     Read from ``support.runs``' store (``make runs`` fills it), executed then if missing.
 
     ``learner_run(source)`` takes the page's source under ``notebooks_src/`` and returns the

@@ -179,10 +179,10 @@ SIZE_TOLERANCE = 0.05
 def test_a_learner_draws_the_same_figures_as_the_book(source, executed, html_dir):
     """The learner's run draws the book's figures, one for one and of the same size.
 
-    A page that does not train runs under another numeric configuration (conftest.py's
-    ``learner_run``), so its figures are not compared byte for byte here; a page that trains runs
-    in the build's, and tests/runs/test_seed_sweep.py checks it draws the book's figures byte for
-    byte.
+    The learner's notebook runs under another numeric configuration (conftest.py's
+    ``learner_run``; a page that trains, with another seed too), so its figures are not compared
+    byte for byte here; tests/runs/test_seed_sweep.py checks that two trained pages rerun with the
+    book's seed in the build's configuration draw the book's figures byte for byte.
     """
     book_run = numerics.BUILD_EXECUTED / source.relative_to(ROOT / "notebooks_src").with_suffix(
         ".ipynb"

@@ -3,14 +3,16 @@
 Every page that trains a model sets its seed once (``SEED = 0``) and derives every random choice
 from it. Here each such page runs again with another seed under each foreign numeric
 configuration (``support.runs.sweep``: seeds 1 and 2, and 3 where this machine has a third
-configuration), as written; every cell must pass, so each page assert is a bound checked against
+configuration; the first as the learner's notebook, the others as the book page), as written;
+every cell must pass, so each page assert is a bound checked against
 three or four training runs on three or four kinds of machine. ``make sweep`` runs the full sweep
 (seeds 1 to 4 under the foreign configurations and the build's: five training runs), which an
 author runs after changing a trained page or the library it trains with. The spread over seeds
 is wider than the spread over numeric configurations, so it stands in for machines the tests
 cannot run (Apple Silicon has no MKL). Each glued number's range is printed after the run
-(``support.runs.summary``). The learner notebook of each such page runs in the build's
-configuration with the book's seed, and must draw the book's figures byte for byte.
+(``support.runs.summary``). The two cheapest such pages (``support.runs.REPRODUCED``) run
+again in the build's configuration with the book's seed, as the learner's notebook, and must draw
+the book's figures byte for byte.
 """
 
 from __future__ import annotations
@@ -58,15 +60,22 @@ def test_the_page_s_claims_hold_for_other_seeds(source, numeric_configurations):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("source", SWEPT, ids=[s.stem for s in SWEPT])
+def test_the_reproduced_pages_are_trained_pages():
+    assert set(runs.REPRODUCED) <= {runs.page_of(s) for s in SWEPT}, runs.REPRODUCED
+
+
+REPRODUCED = [s for s in SWEPT if runs.page_of(s) in runs.REPRODUCED]
+
+
+@pytest.mark.parametrize("source", REPRODUCED, ids=[s.stem for s in REPRODUCED])
 def test_the_book_s_seed_draws_the_book_s_figures(source, html_dir, numeric_configurations):
     """Seeds are fixed: rerun in the build's configuration, as the learner's notebook, a trained
-    chapter draws the figures of the book's build byte for byte."""
+    page draws the figures of the book's build byte for byte."""
     book_run = numerics.BUILD_EXECUTED / source.relative_to(ROOT / "notebooks_src")
     book_run = book_run.with_suffix(".ipynb")
     if not book_run.is_file():
         pytest.fail(f"{book_run.relative_to(ROOT)} is missing: `make book` writes it")
-    run = runs.learner(runs.page_of(source), numeric_configurations)
+    run = runs.reproduced(runs.page_of(source), numeric_configurations)
     assert run.config == "default" and run.seed is None, run
     nb = runs.get(run)
     assert not numerics.errors(nb)
