@@ -1,19 +1,24 @@
-"""Every built page, opened once per theme in headless Chromium, as a reader would, offline.
+"""Every built page, opened once in headless Chromium, as a reader would, offline, in both themes.
 
-One visit in the light theme records all that the page's checks read: console errors, requests
+The visit, in the light theme, records all that the page's checks read: console errors, requests
 that would leave the machine, resources that answer 404, math typeset by the book's own MathJax,
 images loaded, a screenshot of the first screen (``tests/screenshots/``, ignored by git), what the
 page downloads (``support.page_weights``), axe-core's WCAG 2.0/2.1 A and AA violations once its
 scripts have finished (MathJax typeset, quizzes and instruments drawn), the tables that scroll
 sideways at 1280 and 390 px and whether a line says so, and, at a phone's width, display
 equations cut by their own sideways scroll; on a chapter with a quiz, the quiz answered
-wrongly and then rightly (``support.quizzes``). One visit in the dark theme records axe-core's
-violations there. Opening each page once per theme, instead of once per check, is most of what the
-browser stage saves (a page takes seconds to settle: MathJax, plotly, fonts).
+wrongly and then rightly (``support.quizzes``). Then, back at the desktop width, the page is
+switched to the dark theme with the theme's own button, as a reader switches it, and the visit
+records axe-core's violations and the page's errors there. Opening each page once, instead of once
+per check or per theme, is most of what the browser stage saves (a page takes seconds to settle:
+MathJax, plotly, fonts). A page opened in the dark theme (the reader's stored choice) is the same
+CSS under the same ``data-theme`` attribute: the instruments' and the print tests open pages
+that way.
 
-One test per page and theme, each its own pytest-xdist group, so a failure names its page and the
-visits spread over the workers; each visit is stored for the session (``recorded``), so the
-book-wide checks (the download budget, what pages share) read the same visits.
+One test per page and theme, a pytest-xdist group per page, so a failure names its page and
+theme and the visits spread over the workers; each visit is stored for the session
+(``recorded``), so the book-wide checks (the download budget, what pages share) read the same
+visits.
 
 Uses Debian's Chromium (``/usr/bin/chromium``, or ``CHROMIUM_PATH``) driven by Playwright;
 nothing downloads a browser. Without Chromium the tests skip, except with CI=true, where they fail.
@@ -32,7 +37,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from support import page_weights, quizzes
 from support.accessibility import BLOCKING, run_axe
-from support.browser import CHOOSE_THEME, PHONE, SCREENSHOTS, Tab
+from support.browser import CHOOSE_THEME, DESKTOP, PHONE, SCREENSHOTS, Tab
 from support.paths import HTML
 from support.prerequisites import missing
 
@@ -81,15 +86,31 @@ def _violations(result: dict) -> list[dict]:
     ]
 
 
-def visit(context, base: str, html_dir, axe, path: str, theme: str, again: bool = True) -> dict:
-    """Open ``path`` once in ``theme`` and record what every per-page check reads.
+# The theme's switch cycles through its modes (light, dark and the system's, in an order that
+# depends on the system's): pressed until the page is dark, at most once per mode.
+SWITCH_TO_DARK = """async () => {
+    const button = document.querySelector('.theme-switch-button');
+    for (let k = 0; k < 3 && document.documentElement.dataset.mode !== 'dark'; k++) {
+        button.click();
+        await new Promise(requestAnimationFrame);
+    }
+    return [document.documentElement.dataset.mode, document.documentElement.dataset.theme];
+}"""
+
+
+def visit(context, base: str, html_dir, axe, path: str, again: bool = True) -> dict[str, dict]:
+    """Open ``path`` once, in the light theme, and record what every per-page check reads; then
+    switch it to the dark theme and record its errors and axe-core's violations there.
+    Returns ``{"light": ..., "dark": ...}``.
 
     If the network is not quiet within two minutes (seen once, on a page that is quiet within
     two seconds alone: a request the browser never finished), the page is opened once more in
     a new tab, with a warning naming the requests still open; a second time fails the test."""
+    theme = "light"
     tab = Tab(context, base, timeout=120_000)
     tab.page.add_init_script(CHOOSE_THEME.format(theme))
     found: dict = {"problems": []}
+    dark: dict = {"problems": []}
     try:
         try:
             tab.goto(path, idle=True)
@@ -103,7 +124,7 @@ def visit(context, base: str, html_dir, axe, path: str, theme: str, again: bool 
                 f"{open_requests}; opened again in a new tab",
                 stacklevel=1,
             )
-            return visit(context, base, html_dir, axe, path, theme, again=False)
+            return visit(context, base, html_dir, axe, path, again=False)
         page = tab.page
         shown = page.evaluate("() => document.documentElement.dataset.theme")
         assert shown == theme, (path, shown)
@@ -116,50 +137,63 @@ def visit(context, base: str, html_dir, axe, path: str, theme: str, again: bool 
         page_weights.settle(tab)  # MathJax done, its fonts fetched
         page.wait_for_function(QUIZZES_DRAWN)
         page.wait_for_function(INSTRUMENTS_DRAWN)
-        if theme == "light":
-            problems = found["problems"]
-            typeset = page.locator("mjx-container").count()
-            if typeset < n_math:
-                problems.append(f"{n_math} math elements, {typeset} typeset")
-            if page.locator("mjx-merror").count():
-                problems.append(f"{page.locator('mjx-merror').count()} MathJax errors")
-            problems += [f"image did not load: {src}" for src in page.evaluate(BROKEN_IMAGES)]
-            found["files"], found["missing"] = page_weights.files_of(
-                html_dir, path, list(tab.requests)
-            )
+        problems = found["problems"]
+        typeset = page.locator("mjx-container").count()
+        if typeset < n_math:
+            problems.append(f"{n_math} math elements, {typeset} typeset")
+        if page.locator("mjx-merror").count():
+            problems.append(f"{page.locator('mjx-merror').count()} MathJax errors")
+        problems += [f"image did not load: {src}" for src in page.evaluate(BROKEN_IMAGES)]
+        found["files"], found["missing"] = page_weights.files_of(html_dir, path, list(tab.requests))
         found["violations"] = _violations(run_axe(page, axe))
-        if theme == "light":
-            SCREENSHOTS.mkdir(exist_ok=True)
-            name = path.replace("/", "__").removesuffix(".html")
-            # The first screen only: a full-page screenshot of the longest pages takes longer
-            # than the rest of their visit (22 s for the API reference on the 2-core machine).
-            page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
-            # Its quiz, answered wrongly and then rightly (after axe, which audits the page
-            # as it opens; at the desktop width).
-            quiz = QUIZ_OF.get(path)
-            if quiz is not None:
-                try:
-                    quizzes.grade(page, quiz)
-                    found["quiz"] = "graded"
-                except AssertionError as error:
-                    found["quiz"] = f"{type(error).__name__}: {error}"
-            found["tables"] = {"1280": page.evaluate(TABLES)}
-            page.set_viewport_size(PHONE)
-            page.wait_for_function(f"() => window.innerWidth === {PHONE['width']}")
-            found["tables"]["390"] = page.evaluate(TABLES)
-            if n_math:
-                found["cut"] = page.evaluate(CUT_EQUATIONS)
-        found["problems"] += tab.errors
-        found["problems"] += [f"request left the machine: {u}" for u in tab.outside]
-        found["problems"] += tab.failed + tab.unfinished
+        SCREENSHOTS.mkdir(exist_ok=True)
+        name = path.replace("/", "__").removesuffix(".html")
+        # The first screen only: a full-page screenshot of the longest pages takes longer than
+        # the rest of their visit (22 s for the API reference on the 2-core machine).
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+        # Its quiz, answered wrongly and then rightly (after axe, which audits the page as it
+        # opens; at the desktop width).
+        quiz = QUIZ_OF.get(path)
+        if quiz is not None:
+            try:
+                quizzes.grade(page, quiz)
+                found["quiz"] = "graded"
+            except AssertionError as error:
+                found["quiz"] = f"{type(error).__name__}: {error}"
+        found["tables"] = {"1280": page.evaluate(TABLES)}
+        page.set_viewport_size(PHONE)
+        page.wait_for_function(f"() => window.innerWidth === {PHONE['width']}")
+        found["tables"]["390"] = page.evaluate(TABLES)
+        if n_math:
+            found["cut"] = page.evaluate(CUT_EQUATIONS)
+        found["problems"] += _tab_problems(tab)
+        # The dark theme, switched to as a reader switches it, at the desktop width again.
+        seen = len(tab.errors), len(tab.outside), len(tab.failed), len(tab.unfinished)
+        page.set_viewport_size(DESKTOP)
+        page.wait_for_function(f"() => window.innerWidth === {DESKTOP['width']}")
+        mode = page.evaluate(SWITCH_TO_DARK)
+        assert mode == ["dark", "dark"], (path, "the theme's switch left", mode)
+        dark["violations"] = _violations(run_axe(page, axe))
+        dark["problems"] += _tab_problems(tab, *seen)
     finally:
         tab.close()
-    return found
+    return {"light": found, "dark": dark}
+
+
+def _tab_problems(tab, errors=0, outside=0, failed=0, unfinished=0) -> list[str]:
+    """What went wrong in ``tab`` (after the counts given of each kind): errors, requests that
+    would have left the machine, responses of 400 or more, requests that got no response."""
+    return [
+        *tab.errors[errors:],
+        *(f"request left the machine: {u}" for u in tab.outside[outside:]),
+        *tab.failed[failed:],
+        *tab.unfinished[unfinished:],
+    ]
 
 
 # Each visit is stored (one JSON file per page and theme) in a folder shared by the pytest-xdist
 # workers of this session, under a lock: the per-page tests and the book-wide ones read the same
-# visit, whichever worker made it, and no page is opened twice in a theme.
+# visit, whichever worker made it, and no page is opened twice.
 @pytest.fixture(scope="session")
 def visits_dir(tmp_path_factory, worker_id) -> Path:
     """This session's folder: under xdist the workers' base folders share a parent made for the
@@ -170,18 +204,19 @@ def visits_dir(tmp_path_factory, worker_id) -> Path:
 
 @pytest.fixture(scope="module")
 def recorded(visits_dir, browser, server, html_dir, axe):
-    """``recorded(path, theme)``: what the one visit of ``path`` in ``theme`` recorded."""
+    """``recorded(path, theme)``: what the one visit of ``path`` recorded in ``theme``."""
 
     def get(path: str, theme: str) -> dict:
-        file = visits_dir / theme / (path.replace("/", "__") + ".json")
-        file.parent.mkdir(parents=True, exist_ok=True)
-        with open(file.with_suffix(".lock"), "w") as lock:
+        name = path.replace("/", "__") + ".json"
+        visits_dir.mkdir(parents=True, exist_ok=True)
+        with open(visits_dir / f"{name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if not file.is_file():
-                found = visit(browser, server, html_dir, axe, path, theme)
-                found["files"] = sorted(str(f) for f in found.get("files", ()))
-                file.write_text(json.dumps(found))
-        return json.loads(file.read_text())
+            if not (visits_dir / theme / name).is_file():
+                for shown, found in visit(browser, server, html_dir, axe, path).items():
+                    found["files"] = sorted(str(f) for f in found.get("files", ()))
+                    (visits_dir / shown).mkdir(exist_ok=True)
+                    (visits_dir / shown / name).write_text(json.dumps(found))
+        return json.loads((visits_dir / theme / name).read_text())
 
     return get
 
@@ -201,13 +236,13 @@ def _page(path: str, html_dir) -> str:
     return path
 
 
-# Each page and theme a group of its own (conftest.py would put the module on one worker), so
-# the visits spread over the workers.
-def _per_page(theme: str):
-    return [pytest.param(p, marks=pytest.mark.xdist_group(f"page-{theme}-{p}")) for p in PAGES]
+# Each page a group of its own (conftest.py would put the module on one worker), so the visits
+# spread over the workers, and a page's two themes on the worker that visits it.
+def _per_page():
+    return [pytest.param(p, marks=pytest.mark.xdist_group(f"page-{p}")) for p in PAGES]
 
 
-@pytest.mark.parametrize("path", _per_page("light"))
+@pytest.mark.parametrize("path", _per_page())
 def test_the_page_in_the_light_theme(recorded, html_dir, path):
     """Renders offline without errors, no serious axe violation, and at 390 px no display
     equation hides part of itself behind its own sideways scroll (long equations are broken
@@ -232,9 +267,10 @@ def test_the_page_in_the_light_theme(recorded, html_dir, path):
     assert not unsaid, "\n".join(unsaid)
 
 
-@pytest.mark.parametrize("path", _per_page("dark"))
+@pytest.mark.parametrize("path", _per_page())
 def test_the_page_in_the_dark_theme(recorded, html_dir, path):
-    """No errors and no serious axe violation in the dark theme either."""
+    """No errors and no serious axe violation in the dark theme either, once the theme's own
+    switch has turned the page dark (at the desktop width)."""
     found = recorded(_page(path, html_dir), "dark")
     assert not found["problems"], "\n".join(found["problems"])
     assert not _serious(found, "dark"), "\n".join(_serious(found, "dark"))
@@ -243,11 +279,11 @@ def test_the_page_in_the_dark_theme(recorded, html_dir, path):
 QUIZ_OF = {quizzes.page_of(q): q for q in quizzes.QUIZZES}
 
 
-# In its page's light group: it reads the visit the page's light test made, on the same worker.
+# In its page's group: it reads the visit the page's tests made, on the same worker.
 @pytest.mark.parametrize(
     "quiz_file",
     [
-        pytest.param(q, id=q.stem, marks=pytest.mark.xdist_group(f"page-light-{page}"))
+        pytest.param(q, id=q.stem, marks=pytest.mark.xdist_group(f"page-{page}"))
         for page, q in QUIZ_OF.items()
     ],
 )

@@ -188,3 +188,29 @@ def test_show_quiz_takes_the_questions_themselves_as_a_notebook_embeds_them():
     )
     with pytest.raises(ValueError, match="question 0"):
         show_quiz([{"type": "numeric"}])
+
+
+def _luminance(colour: str) -> float:
+    """WCAG 2.x relative luminance of ``#rrggbb``."""
+    channels = [int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.mark.parametrize("verdict", ["--jq-correct-color", "--jq-incorrect-color"])
+def test_the_verdicts_colours_meet_wcag_aa_in_both_themes(verdict):
+    """An answered button's text on its verdict's colour, and the feedback in that colour on the
+    light page and on the dark theme's light panel behind a cell's HTML output (myst-nb's
+    ``--pst-color-text-base``, #ced6dd): 4.5:1 or more. The page visits' axe audit of an
+    answered quiz (tests/browser/test_browser_pages.py) checks the same in Chromium."""
+    html, _ = quiz_html_and_script(GOOD, "quiz_colours")
+    colour = re.search(rf"{verdict}:\s*(#[0-9a-fA-F]{{6}})", html).group(1)
+    text = re.search(r"--jq-text-color:\s*(#[0-9a-fA-F]{6})", html).group(1)
+    for background in (text, "#ffffff", "#ced6dd"):
+        assert _contrast(colour, background) >= 4.5, (verdict, colour, background)
+    assert _contrast("#009113", "#fafafa") < 4.5  # jupyterquiz's own green: the check can fail
