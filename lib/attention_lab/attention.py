@@ -19,7 +19,7 @@ from attention_lab._validation import (
     check_sequence,
 )
 from attention_lab.attention_config import AttentionConfig
-from attention_lab.masks import check_mask
+from attention_lab.masks import check_mask, topk_mask
 from attention_lab.positional import ROPE_SCALINGS, RotaryEmbedding, alibi_bias
 from attention_lab.score_modifiers import ScoreModifiers
 
@@ -467,8 +467,11 @@ class MultiHeadAttention(nn.Module):
                 )
         k, v = self.repeat_kv(k), self.repeat_kv(v)  # [B, H, Tk, Dh]
         dropout_p = self.dropout if self.training else 0.0
+        modifiers = self.score_modifiers(q, k)
+        if self.config.top_k is not None:
+            mask = self.topk_kept(q, k, mask, modifiers)  # [B, H, Tq, Tk]
         output, weights = scaled_dot_product_attention(
-            q, k, v, mask, dropout_p=dropout_p, modifiers=self.score_modifiers(q, k)
+            q, k, v, mask, dropout_p=dropout_p, modifiers=modifiers
         )
         batch, _, query_len, _ = output.shape
         output = output.transpose(1, 2)  # [B, Tq, H, Dh]
@@ -502,6 +505,36 @@ class MultiHeadAttention(nn.Module):
         q, k, _ = self.project(query, key, positions=positions)
         k = self.repeat_kv(k)  # [B, H, Tk, Dh]
         return q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [B, H, Tq, Tk]
+
+    def topk_kept(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        mask: torch.Tensor | None,
+        modifiers: ScoreModifiers | None,
+    ) -> torch.Tensor:
+        """The keys each query keeps under ``config.top_k``: the mask of top-k attention.
+
+        Ranks each query's visible keys by the logits the softmax will see (the scaled scores,
+        capped and biased by ``modifiers``) and keeps the ``top_k`` best, or every visible key
+        of a query that sees fewer (:func:`~attention_lab.masks.topk_mask`). Every score is
+        computed, so this saves no work: it is the definition, not a fast kernel.
+
+        Args:
+            q: Shape ``[B, H, Tq, Dh]``.
+            k: Shape ``[B, H, Tk, Dh]``, each key/value head repeated for its group.
+            mask: ``None`` or a ``torch.bool`` mask broadcastable to ``[B, H, Tq, Tk]``.
+            modifiers: As :meth:`score_modifiers` returns them.
+
+        Returns:
+            ``torch.bool`` ``[B, H, Tq, Tk]``: ``True`` at the kept keys, a subset of ``mask``.
+        """
+        if mask is not None:
+            check_mask(mask)
+        logits = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [B, H, Tq, Tk]
+        if modifiers is not None:
+            logits = modifiers.apply(logits)
+        return topk_mask(logits.detach(), min(self.config.top_k, k.shape[-2]), mask)
 
     def repeat_kv(self, x: torch.Tensor) -> torch.Tensor:
         """Each key/value head repeated for the query heads of its group.

@@ -56,6 +56,10 @@ class AttentionConfig:
         alibi: Whether ALiBi's linear distance penalty is added to every head's scores.
         sinks: Whether every head has a learned sink logit (GPT-OSS).
         softcap: ``None``, or the cap of the scaled scores (Gemma 2), a real number above 0.
+        top_k: ``None``, or how many keys each query attends to at most, a positive int: its
+            ``top_k`` visible keys of highest logit (after the softcap and the bias), by
+            :func:`~attention_lab.masks.topk_mask`; a query that sees fewer keeps them all
+            (Part VII's exact top-k attention, which still computes every score).
 
     Raises:
         TypeError: If a field has the wrong type.
@@ -81,9 +85,10 @@ class AttentionConfig:
     alibi: bool = False
     sinks: bool = False
     softcap: float | None = None
+    top_k: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("num_kv_heads", "head_dim"):
+        for name in ("num_kv_heads", "head_dim", "top_k"):
             if getattr(self, name) is not None:
                 check_int(getattr(self, name), name)
         for name in ("qk_norm", "alibi", "sinks"):

@@ -339,3 +339,37 @@ def from_mask_mod(
             f"mask_mod returned shape {list(allowed.shape)}, which does not broadcast to "
             f"{list(shape)}"
         ) from None
+
+
+def topk_mask(scores: torch.Tensor, k: int, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The keys each query keeps: its ``k`` highest-scoring visible keys, as a boolean mask.
+
+    Args:
+        scores: ``[..., Tq, Tk]``, a floating dtype.
+        k: How many keys each query keeps, ``1 <= k <= Tk``. A query that may see fewer than
+            ``k`` keys keeps all of them.
+        mask: ``None`` or a ``torch.bool`` mask broadcastable to ``scores`` (``True`` = may
+            attend): blocked keys are never kept.
+
+    Returns:
+        ``torch.bool`` ``[..., Tq, Tk]``: ``True`` at the kept keys. Ties at the ``k``-th score
+        are broken by ``torch.topk``.
+
+    Raises:
+        TypeError: If ``scores`` is not a floating tensor, ``k`` not an int, or ``mask`` not
+            ``torch.bool``.
+        ValueError: If ``k`` is not positive or larger than ``Tk``.
+    """
+    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
+        raise TypeError(f"scores must be a floating tensor, got {type(scores).__name__}")
+    check_int(k, "k")
+    if scores.ndim < 2 or k > scores.shape[-1]:
+        raise ValueError(f"k must be at most the number of keys, Tk = {scores.shape[-1]}; got {k}")
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            raise TypeError("mask must be a torch.bool tensor (True = may attend)")
+        scores = scores.masked_fill(~mask, float("-inf"))
+    top = scores.topk(k, dim=-1).indices  # [..., Tq, k]
+    kept = torch.zeros_like(scores, dtype=torch.bool).scatter(-1, top, True)
+    # A query that sees fewer than k keys had blocked ones fill its top k: drop them.
+    return kept & mask if mask is not None else kept

@@ -1,6 +1,6 @@
 """Sparse attention: each query reads only the keys that score highest.
 
-:func:`topk_mask` keeps, for each query, the ``k`` visible keys of highest score;
+:func:`~attention_lab.masks.topk_mask` keeps, for each query, the ``k`` visible keys of highest score;
 :func:`topk_attention` runs scaled dot-product attention over them. Which scores pick the keys
 is the design question: the attention's own ``q . k`` (exact top-k, which still computes every
 score), or a cheaper scorer's. DeepSeek-V3.2's :class:`LightningIndexer` is such a scorer: a few
@@ -16,43 +16,10 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import check_int
 from attention_lab.attention import scaled_dot_product_attention
+from attention_lab.masks import topk_mask
 from attention_lab.positional import RotaryEmbedding
 
-__all__ = ["LightningIndexer", "topk_attention", "topk_mask"]
-
-
-def topk_mask(scores: torch.Tensor, k: int, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """The keys each query keeps: its ``k`` highest-scoring visible keys, as a boolean mask.
-
-    Args:
-        scores: ``[..., Tq, Tk]``, a floating dtype.
-        k: How many keys each query keeps, ``1 <= k <= Tk``. A query that may see fewer than
-            ``k`` keys keeps all of them.
-        mask: ``None`` or a ``torch.bool`` mask broadcastable to ``scores`` (``True`` = may
-            attend): blocked keys are never kept.
-
-    Returns:
-        ``torch.bool`` ``[..., Tq, Tk]``: ``True`` at the kept keys. Ties at the ``k``-th score
-        are broken by ``torch.topk``.
-
-    Raises:
-        TypeError: If ``scores`` is not a floating tensor, ``k`` not an int, or ``mask`` not
-            ``torch.bool``.
-        ValueError: If ``k`` is not positive or larger than ``Tk``.
-    """
-    if not isinstance(scores, torch.Tensor) or not scores.is_floating_point():
-        raise TypeError(f"scores must be a floating tensor, got {type(scores).__name__}")
-    check_int(k, "k")
-    if scores.ndim < 2 or k > scores.shape[-1]:
-        raise ValueError(f"k must be at most the number of keys, Tk = {scores.shape[-1]}; got {k}")
-    if mask is not None:
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise TypeError("mask must be a torch.bool tensor (True = may attend)")
-        scores = scores.masked_fill(~mask, float("-inf"))
-    top = scores.topk(k, dim=-1).indices  # [..., Tq, k]
-    kept = torch.zeros_like(scores, dtype=torch.bool).scatter(-1, top, True)
-    # A query that sees fewer than k keys had blocked ones fill its top k: drop them.
-    return kept & mask if mask is not None else kept
+__all__ = ["LightningIndexer", "topk_attention"]
 
 
 def topk_attention(
@@ -70,7 +37,7 @@ def topk_attention(
         query: ``[..., Tq, Dk]``.
         key: ``[..., Tk, Dk]``.
         value: ``[..., Tk, Dv]``.
-        k: How many keys each query reads (see :func:`topk_mask`).
+        k: How many keys each query reads (see :func:`~attention_lab.masks.topk_mask`).
         scores: ``None`` (the attention's own scores ``q . k / sqrt(Dk)`` pick the keys) or a
             scorer's ``[..., Tq, Tk]`` (an indexer's), broadcastable to the attention's.
         mask: ``None`` or a ``torch.bool`` mask (``True`` = may attend).
@@ -80,8 +47,10 @@ def topk_attention(
         returns them: the weights are 0 outside each query's kept keys.
 
     Raises:
-        TypeError: As :func:`topk_mask` and the attention raise it (inputs not tensors).
-        ValueError: As :func:`topk_mask` and the attention raise it (``k`` or shapes).
+        TypeError: As :func:`~attention_lab.masks.topk_mask` and the attention raise it
+            (inputs not tensors).
+        ValueError: As :func:`~attention_lab.masks.topk_mask` and the attention raise it
+            (``k`` or shapes).
     """
     if scores is None:
         if not isinstance(query, torch.Tensor) or not isinstance(key, torch.Tensor):
@@ -190,7 +159,7 @@ class LightningIndexer(torch.nn.Module):
     ) -> torch.Tensor:
         """Each query's top ``min(top_k, T)`` keys, ``[B, T, k]`` (int64 indices, best first;
         with a mask, a query that sees fewer keys also lists some blocked ones, as the model's
-        does: :func:`topk_mask` gives the kept set alone)."""
+        does: :func:`~attention_lab.masks.topk_mask` gives the kept set alone)."""
         scores = self.index_scores(x, q_resid, positions, mask)
         return scores.topk(min(self.top_k, scores.shape[-1]), dim=-1).indices
 

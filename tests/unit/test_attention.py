@@ -495,3 +495,45 @@ def test_logits_are_the_scores_that_forward_turns_into_weights(options):
         scores = scores + alibi_bias(4, 6, 6).float()
     expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
     torch.testing.assert_close(attention(x, mask=mask)[1], expected)
+
+
+def explicit_topk_mask(logits, k, mask):
+    """The top-k mask written out: for each row, the visible keys whose logit is among the k
+    largest visible logits (a sort, not torch.topk); with no ties, the k best."""
+    visible = mask.expand_as(logits)
+    ranked = logits.masked_fill(~visible, float("-inf")).sort(dim=-1, descending=True).values
+    kth = ranked[..., min(k, logits.shape[-1]) - 1 : min(k, logits.shape[-1])]  # [..., Tq, 1]
+    return visible & (logits >= kth)
+
+
+@pytest.mark.parametrize("top_k", [1, 2, 4, 6, 9])
+@pytest.mark.parametrize(
+    "options", [{}, {"num_kv_heads": 2, "softcap": 2.0}, {"alibi": True}],
+    ids=["plain", "gqa-softcap", "alibi"],
+)  # fmt: skip
+def test_top_k_attends_to_each_query_s_top_k_visible_keys(top_k, options):
+    """AttentionConfig(top_k=k) is the module with the explicit top-k mask of its own logits
+    (capped, biased), and with k at least the number of keys it is the module unchanged."""
+    from attention_lab.positional import alibi_bias
+
+    torch.manual_seed(0)
+    dense = MultiHeadAttention(16, 4, config=AttentionConfig(**options)).double().eval()
+    sparse = MultiHeadAttention(16, 4, config=AttentionConfig(**options, top_k=top_k))
+    sparse = sparse.double().eval()
+    sparse.load_state_dict(dense.state_dict())
+    x = torch.randn(2, 6, 16, dtype=torch.float64)  # [B, T, D]
+    mask = causal_mask(6)
+    logits = dense.logits(x)  # [B, H, T, T]
+    if "softcap" in options:
+        logits = options["softcap"] * torch.tanh(logits / options["softcap"])
+    if options.get("alibi"):
+        logits = logits + alibi_bias(4, 6, 6).double()
+    kept = explicit_topk_mask(logits, top_k, mask)
+    assert (kept.sum(-1) == torch.arange(1, 7).clamp(max=top_k)).all()
+    expected = dense(x, mask=kept)
+    output, weights = sparse(x, mask=mask)
+    torch.testing.assert_close(output, expected[0])
+    torch.testing.assert_close(weights, expected[1])
+    assert ((weights > 0) == kept).all()
+    if top_k >= 6:
+        torch.testing.assert_close(output, dense(x, mask=mask)[0], rtol=0, atol=0)

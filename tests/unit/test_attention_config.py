@@ -28,6 +28,7 @@ FIELDS = {
     "alibi": [False, True, ("yes", TypeError)],
     "sinks": [False, True, (None, TypeError)],
     "softcap": [None, 5.0, (0.0, ValueError), ("5", TypeError)],
+    "top_k": [None, 1, 3, 9, (0, ValueError), (2.0, TypeError)],
 }
 
 

@@ -725,3 +725,27 @@ def test_rope_adds_nothing_to_the_state_dict(scaling):
     assert list(rotated.state_dict()) == list(plain.state_dict())
     plain.load_state_dict(rotated.state_dict())  # strict, both ways
     rotated.load_state_dict(plain.state_dict())
+
+
+# --- Top-k attention at inference (Part VII) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("top_k", [1, 3, 12, 20])
+def test_a_decoder_with_top_k_reads_each_query_s_top_k_keys(top_k):
+    """The same weights under attention.top_k: every attention layer keeps at most top_k
+    keys per query (its weights are 0 elsewhere), and top_k >= T is the model unchanged."""
+    torch.manual_seed(0)
+    dense = DecoderLM(CONFIG).eval()
+    sparse = DecoderLM(dataclass_replace(CONFIG, top_k=top_k)).eval()
+    sparse.load_state_dict(dense.state_dict())
+    tokens = torch.randint(0, CONFIG.vocab_size, (2, CONFIG.max_len))
+    with torch.no_grad():
+        logits, maps = sparse(tokens)[:2]
+        unchanged = dense(tokens)[0]
+    for weights in maps:  # [B, H, T, T] per layer
+        assert ((weights > 0).sum(-1) <= top_k).all()
+        torch.testing.assert_close(weights.sum(-1), torch.ones_like(weights.sum(-1)))
+    if top_k >= CONFIG.max_len:
+        torch.testing.assert_close(logits, unchanged, rtol=0, atol=0)
+    else:
+        assert not torch.allclose(logits, unchanged)

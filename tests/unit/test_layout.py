@@ -35,7 +35,7 @@ CORE = {
     "layers": {"_validation", "attention", "attention_config", "caches", "positional"},
     "efficient": {"_validation", "attention"},
     "linear": {"_validation"},
-    "sparse": {"_validation", "attention", "positional"},
+    "sparse": {"_validation", "attention", "masks", "positional"},
     "training": {"_validation", "layers", "masks"},
     "circuits": {"_validation", "attention", "masks", "positional"},
     "seq2seq": {"_validation", "layers", "masks", "positional"},

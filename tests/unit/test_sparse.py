@@ -16,8 +16,8 @@ from transformers.models.deepseek_v32.modeling_deepseek_v32 import (
 )
 
 from attention_lab.attention import scaled_dot_product_attention
-from attention_lab.masks import causal_mask
-from attention_lab.sparse import LightningIndexer, topk_attention, topk_mask
+from attention_lab.masks import causal_mask, topk_mask
+from attention_lab.sparse import LightningIndexer, topk_attention
 from support.tensors import random_inputs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
