@@ -1,12 +1,12 @@
 """Sparse attention: each query reads only the keys that score highest.
 
-:func:`~attention_lab.masks.topk_mask` keeps, for each query, the ``k`` visible keys of highest score;
-:func:`topk_attention` runs scaled dot-product attention over them. Which scores pick the keys
-is the design question: the attention's own ``q . k`` (exact top-k, which still computes every
+:func:`~attention_lab.masks.topk_mask` keeps, for each query, the ``k`` visible keys of highest
+score; :func:`topk_attention` runs scaled dot-product attention over them. Which scores pick the
+keys is the design question: the attention's own ``q . k`` (exact top-k, which still computes every
 score), or a cheaper scorer's. DeepSeek-V3.2's :class:`LightningIndexer` is such a scorer: a few
 small heads with ReLU score every key (queries from the compressed query latent, one key per
-position from the hidden states), and only the top ``k`` keys are attended with the full
-attention (DeepSeek Sparse Attention).
+position from the hidden states), and only the top ``k`` keys are attended with the full attention
+(DeepSeek Sparse Attention).
 """
 
 from __future__ import annotations
