@@ -492,6 +492,18 @@ def _gated_share_after_three_steps() -> float:
     return float(state[0, 0, 0, 0])
 
 
+def _keys_read_at_position_5_with_k_8() -> float:
+    scores = torch.randn(12, 12, generator=torch.Generator().manual_seed(0))
+    return float(masks.topk_mask(scores, 8, masks.causal_mask(12))[5].sum())
+
+
+def _indexer_multiply_adds_per_pair() -> float:
+    from transformers import DeepseekV32Config
+
+    config = DeepseekV32Config()  # DeepSeek-V3.2-Exp's sizes
+    return float(config.index_n_heads * (config.index_head_dim + 1))
+
+
 # (quiz file stem, a phrase of the question) -> the answer, recomputed.
 def _uniform_alignment_share() -> float:
     # One sentence of every length 4..8 (equally likely), a head uniform over the real words.
@@ -585,6 +597,10 @@ RECOMPUTE = {
         _pairs_an_8_by_8_state_holds
     ),
     ("22_what_a_fixed_state_forgets", "What share of its value"): _gated_share_after_three_steps,
+    ("23_sparse_attention", "How many keys does it attend to"): _keys_read_at_position_5_with_k_8,
+    ("23_sparse_attention", "How many multiply-adds does it spend"): (
+        _indexer_multiply_adds_per_pair
+    ),
 }
 
 

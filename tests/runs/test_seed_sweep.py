@@ -38,6 +38,7 @@ TRAINED = {
     "19_stretching_rope",
     "20_attention_that_stays_stable",
     "22_what_a_fixed_state_forgets",
+    "23_sparse_attention",
 }
 
 
