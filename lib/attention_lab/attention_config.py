@@ -146,7 +146,8 @@ class AttentionConfig:
 
         Raises:
             ValueError: If ``D`` is not divisible by ``H`` (with no ``head_dim``), ``H`` not by
-                ``num_kv_heads``, or a rotary embedding gets an odd head width.
+                ``num_kv_heads``, a rotary embedding gets an odd head width, or ``"dynamic"``
+                scaling a head width of 2 (its base would divide by zero).
         """
         head_dim = self.head_dim
         if head_dim is None:
@@ -164,4 +165,10 @@ class AttentionConfig:
                 f"a rotary embedding rotates feature pairs and needs an even head_dim, "
                 f"got {head_dim} (d_model // num_heads = {d_model} // {num_heads})"
             )
+        if self.rope_scaling is not None and head_dim <= 2:
+            if rope_scaling_type(self.rope_scaling) == "dynamic":
+                raise ValueError(
+                    f"dynamic rope_scaling raises the base to the power head_dim / (head_dim - 2) "
+                    f"and needs head_dim > 2, got {head_dim}"
+                )
         return head_dim, num_kv_heads

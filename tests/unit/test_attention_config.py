@@ -56,6 +56,8 @@ def rule_breaks(fields, d_model, num_heads):
         broken |= {"d_model", "num_heads"}
     elif rope and (head_dim or d_model // num_heads) % 2:
         broken |= {"head_dim"}
+    elif rope and value["rope_scaling"] is DYNAMIC and (head_dim or d_model // num_heads) == 2:
+        broken |= {"head_dim", "rope_scaling"}  # dynamic NTK's exponent Dh / (Dh - 2)
     return broken
 
 
