@@ -87,12 +87,12 @@ def _violations(result: dict) -> list[dict]:
 
 
 # The theme's switch cycles through its modes (light, dark and the system's, in an order that
-# depends on the system's): pressed until the page is dark, at most once per mode.
-SWITCH_TO_DARK = """async () => {
+# depends on the system's): pressed until the page is dark, at most once per mode. A press sets
+# the mode at once (pydata-sphinx-theme's click handler), so nothing here waits on the page.
+SWITCH_TO_DARK = """() => {
     const button = document.querySelector('.theme-switch-button');
     for (let k = 0; k < 3 && document.documentElement.dataset.mode !== 'dark'; k++) {
         button.click();
-        await new Promise(requestAnimationFrame);
     }
     return [document.documentElement.dataset.mode, document.documentElement.dataset.theme];
 }"""
@@ -179,7 +179,7 @@ def visit(context, base: str, html_dir, axe, path: str, again: bool = True) -> d
         assert mode == ["dark", "dark"], (path, "the theme's switch left", mode)
         # The theme eases some colours into the new mode (the search button's text): audited
         # mid-way, they read as too little contrast, so axe waits for every CSS transition.
-        page.wait_for_function(TRANSITIONS_DONE)
+        page.wait_for_function(TRANSITIONS_DONE, polling=50, timeout=30_000)
         dark["violations"] = _violations(run_axe(page, axe))
         dark["problems"] += _tab_problems(tab, *seen)
     finally:
