@@ -116,12 +116,16 @@ def scaled_dot_product_attention(
     *,
     dropout_p: float = 0.0,
     modifiers: ScoreModifiers | None = None,
+    top_k: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Attention as in "Attention Is All You Need": ``softmax(Q K^T / sqrt(Dk)) V``.
 
     ``modifiers`` holds the changes today's models make to the scores (Part VI): a cap and a
     bias applied to the scaled scores before the mask, and extra logits, one per head, that
-    join the softmax (:class:`~attention_lab.score_modifiers.ScoreModifiers`).
+    join the softmax (:class:`~attention_lab.score_modifiers.ScoreModifiers`). ``top_k``
+    (Part VII) then keeps, for each query, only its ``top_k`` highest logits among the keys
+    ``mask`` lets it see (:func:`~attention_lab.masks.topk_mask`): exact top-k attention. Every
+    score is still computed, so it saves no work: it is the definition, not a fast kernel.
 
     Blocked positions get a weight of exactly 0. A query row in which every key is blocked is
     defined rather than NaN: its weights and its output are all 0, in every floating dtype. For
@@ -138,6 +142,9 @@ def scaled_dot_product_attention(
             ``value``, whenever it is positive (as in PyTorch's function; modules pass 0 in
             evaluation mode).
         modifiers: Optional :class:`~attention_lab.score_modifiers.ScoreModifiers`.
+        top_k: ``None`` (every visible key), or how many keys each query keeps,
+            ``1 <= top_k <= Tk``; a query that sees fewer keeps all it sees. Ties at the
+            ``top_k``-th logit are broken by ``torch.topk``.
 
     Returns:
         A pair ``(output, weights)``. ``output`` has shape ``[..., Tq, Dv]``. ``weights`` has
@@ -147,9 +154,11 @@ def scaled_dot_product_attention(
 
     Raises:
         TypeError: If an input is not a tensor, not floating point, or the dtypes differ; if
-            ``mask`` is not a ``torch.bool`` tensor; if ``dropout_p`` is not a number.
+            ``mask`` is not a ``torch.bool`` tensor; if ``dropout_p`` is not a number or
+            ``top_k`` not an int.
         ValueError: If the shapes are inconsistent, ``mask`` (or the modifiers' bias) does not
-            broadcast to ``[..., Tq, Tk]``, or ``dropout_p`` is outside ``[0, 1)``.
+            broadcast to ``[..., Tq, Tk]``, ``dropout_p`` is outside ``[0, 1)``, or ``top_k``
+            is not positive or larger than ``Tk``.
 
     Example:
         >>> query, key, value = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
@@ -158,11 +167,20 @@ def scaled_dot_product_attention(
         (torch.Size([2, 3, 6]), torch.Size([2, 3, 5]))
     """
     check_attention_inputs(query, key, value, mask, dropout_p, modifiers=modifiers)
+    if top_k is not None:
+        check_int(top_k, "top_k")
+        if top_k > key.shape[-2]:
+            raise ValueError(
+                f"top_k must be at most the number of keys, Tk = {key.shape[-2]}; got {top_k}"
+            )
     scores = query @ key.transpose(-2, -1)  # [..., Tq, Tk]
     # In place: the product is a fresh tensor, and each pass over [..., Tq, Tk] costs time.
     scores.div_(math.sqrt(query.shape[-1]))
     if modifiers is not None:
         scores = modifiers.apply(scores)  # Part VI's changes to the scores
+    if top_k is not None:
+        # Part VII: rank the logits the softmax will see; keep each query's top_k visible keys.
+        mask = topk_mask(scores.detach(), top_k, mask)  # [..., Tq, Tk]
     if mask is not None:
         # The most negative finite value, not -inf: a row with every key blocked then has a
         # uniform softmax instead of 0 / 0 = NaN, and is zeroed below.
@@ -468,10 +486,10 @@ class MultiHeadAttention(nn.Module):
         k, v = self.repeat_kv(k), self.repeat_kv(v)  # [B, H, Tk, Dh]
         dropout_p = self.dropout if self.training else 0.0
         modifiers = self.score_modifiers(q, k)
-        if self.config.top_k is not None:
-            mask = self.topk_kept(q, k, mask, modifiers)  # [B, H, Tq, Tk]
+        # config.top_k keys per query, or all of them when there are no more (short inputs).
+        top_k = None if self.config.top_k is None else min(self.config.top_k, k.shape[-2])
         output, weights = scaled_dot_product_attention(
-            q, k, v, mask, dropout_p=dropout_p, modifiers=modifiers
+            q, k, v, mask, dropout_p=dropout_p, modifiers=modifiers, top_k=top_k
         )
         batch, _, query_len, _ = output.shape
         output = output.transpose(1, 2)  # [B, Tq, H, Dh]
@@ -505,36 +523,6 @@ class MultiHeadAttention(nn.Module):
         q, k, _ = self.project(query, key, positions=positions)
         k = self.repeat_kv(k)  # [B, H, Tk, Dh]
         return q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [B, H, Tq, Tk]
-
-    def topk_kept(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        mask: torch.Tensor | None,
-        modifiers: ScoreModifiers | None,
-    ) -> torch.Tensor:
-        """The keys each query keeps under ``config.top_k``: the mask of top-k attention.
-
-        Ranks each query's visible keys by the logits the softmax will see (the scaled scores,
-        capped and biased by ``modifiers``) and keeps the ``top_k`` best, or every visible key
-        of a query that sees fewer (:func:`~attention_lab.masks.topk_mask`). Every score is
-        computed, so this saves no work: it is the definition, not a fast kernel.
-
-        Args:
-            q: Shape ``[B, H, Tq, Dh]``.
-            k: Shape ``[B, H, Tk, Dh]``, each key/value head repeated for its group.
-            mask: ``None`` or a ``torch.bool`` mask broadcastable to ``[B, H, Tq, Tk]``.
-            modifiers: As :meth:`score_modifiers` returns them.
-
-        Returns:
-            ``torch.bool`` ``[B, H, Tq, Tk]``: ``True`` at the kept keys, a subset of ``mask``.
-        """
-        if mask is not None:
-            check_mask(mask)
-        logits = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # [B, H, Tq, Tk]
-        if modifiers is not None:
-            logits = modifiers.apply(logits)
-        return topk_mask(logits.detach(), min(self.config.top_k, k.shape[-2]), mask)
 
     def repeat_kv(self, x: torch.Tensor) -> torch.Tensor:
         """Each key/value head repeated for the query heads of its group.

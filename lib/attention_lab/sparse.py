@@ -3,10 +3,11 @@
 :func:`~attention_lab.masks.topk_mask` keeps, for each query, the ``k`` visible keys of highest
 score; :func:`topk_attention` runs scaled dot-product attention over them. Which scores pick the
 keys is the design question: the attention's own ``q . k`` (exact top-k, which still computes every
-score), or a cheaper scorer's. DeepSeek-V3.2's :class:`LightningIndexer` is such a scorer: a few
-small heads with ReLU score every key (queries from the compressed query latent, one key per
-position from the hidden states), and only the top ``k`` keys are attended with the full attention
-(DeepSeek Sparse Attention).
+score), or a cheaper scorer's. DeepSeek-V3.2's :class:`LightningIndexer` is such a scorer: heads
+with a ReLU that share one small key per position score every key (queries from the compressed
+query latent, keys from the hidden states; 64 heads of width 128 in DeepSeek-V3.2-Exp's
+configuration), and only the top ``k`` keys are attended with the full attention (DeepSeek Sparse
+Attention).
 """
 
 from __future__ import annotations
@@ -52,10 +53,8 @@ def topk_attention(
         ValueError: As :func:`~attention_lab.masks.topk_mask` and the attention raise it
             (``k`` or shapes).
     """
-    if scores is None:
-        if not isinstance(query, torch.Tensor) or not isinstance(key, torch.Tensor):
-            raise TypeError("query and key must be tensors")
-        scores = query @ key.transpose(-2, -1)  # the ranking is the attention's own
+    if scores is None:  # the ranking is the attention's own logits
+        return scaled_dot_product_attention(query, key, value, mask, top_k=k)
     kept = topk_mask(scores, k, mask)
     return scaled_dot_product_attention(query, key, value, kept)
 

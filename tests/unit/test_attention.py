@@ -506,6 +506,54 @@ def explicit_topk_mask(logits, k, mask):
     return visible & (logits >= kth)
 
 
+@given(
+    tq=st.integers(1, 7),
+    tk=st.integers(1, 9),
+    data=st.data(),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+@settings(max_examples=60, deadline=None)
+def test_top_k_is_pytorch_s_attention_with_the_explicit_top_k_mask(tq, tk, data, causal, seed):
+    """top_k=k is F.scaled_dot_product_attention with the mask of each query's k best visible
+    logits (a sort, not torch.topk), before and after an ALiBi-like bias."""
+    from attention_lab.score_modifiers import ScoreModifiers
+
+    top_k = data.draw(st.integers(1, tk))
+    generator = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(2, 3, t, 4, generator=generator, dtype=torch.float64)
+               for t in (tq, tk, tk))  # fmt: skip
+    mask = torch.ones(tq, tk, dtype=torch.bool).tril(tk - tq) if causal else None
+    bias = torch.randn(3, tq, tk, generator=generator, dtype=torch.float64)
+    for modifiers in (None, ScoreModifiers(bias=bias)):
+        logits = q @ k.transpose(-2, -1) / 2.0  # sqrt(Dk) = 2
+        if modifiers is not None:
+            logits = logits + bias
+        visible = torch.ones(tq, tk, dtype=torch.bool) if mask is None else mask
+        kept = explicit_topk_mask(logits, top_k, visible)
+        output, weights = scaled_dot_product_attention(
+            q, k, v, mask, modifiers=modifiers, top_k=top_k
+        )
+        reference_mask = kept if modifiers is None else torch.where(kept, bias, float("-inf"))
+        expected = F.scaled_dot_product_attention(q, k, v, attn_mask=reference_mask)
+        seen = kept.any(dim=-1, keepdim=True)  # rows with a key: PyTorch's are NaN otherwise
+        torch.testing.assert_close(output.masked_fill(~seen, 0), expected.masked_fill(~seen, 0))
+        assert ((weights > 0) == kept).all()
+        assert (kept.sum(-1) == visible.sum(-1).clamp(max=top_k)).all()
+
+
+@pytest.mark.parametrize(
+    ("top_k", "error", "match"),
+    [(0, ValueError, "top_k must be a positive int"),
+     (6, ValueError, "top_k must be at most the number of keys, Tk = 5"),
+     (2.0, TypeError, "top_k must be a positive int"), (True, TypeError, "top_k must be")],
+)  # fmt: skip
+def test_a_bad_top_k_is_refused(top_k, error, match):
+    q = torch.randn(1, 3, 4)
+    with pytest.raises(error, match=match):
+        scaled_dot_product_attention(q, torch.randn(1, 5, 4), torch.randn(1, 5, 4), top_k=top_k)
+
+
 @pytest.mark.parametrize("top_k", [1, 2, 4, 6, 9])
 @pytest.mark.parametrize(
     "options", [{}, {"num_kv_heads": 2, "softcap": 2.0}, {"alibi": True}],
