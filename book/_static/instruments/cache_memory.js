@@ -15,14 +15,10 @@
   // Colour-blind-safe colours (seaborn's "colorblind"), one per kind; the text names the kind.
   var COLOURS = { "multi-head": "#0173b2", "grouped-query": "#029e73",
     "multi-query": "#d55e00", latent: "#cc78bc" };
-  var PRECISIONS = [[4, "32-bit (float32, 4 bytes)"], [2, "16-bit (bfloat16, 2 bytes)"],
-    [1, "8-bit (1 byte)"]];
   var grouped = core.grouped, readable = core.readable; // 1,234,567; "1.00 GiB"
 
   function numbersPerToken(m) {
-    if (m.kv_lora_rank !== null) return m.num_layers * (m.kv_lora_rank + m.rope_dim);
-    var kv = m.num_kv_heads === null ? m.num_heads : m.num_kv_heads;
-    return m.num_layers * 2 * kv * m.head_dim;
+    return core.cacheNumbersPerToken(m, m.num_layers);
   }
 
   // settings: context, batchSize, bytesPerNumber; models: data-config's list, in its order.
@@ -59,16 +55,8 @@
     var models = config.models || [];
     var id = "instrument-" + body.dataset.instrument;
     var controls = core.element("div", "instrument-controls");
-    var context = core.field(id + "-context", "Context length =", core.range(8, 17, 1,
-      config.logContext));
-    var batch = core.field(id + "-batch", "Batch size =", core.range(0, 8, 1, config.logBatch));
-    var select = document.createElement("select");
-    PRECISIONS.forEach(function (p) {
-      select.add(new Option(p[1], String(p[0]), false, p[0] === config.bytesPerNumber));
-    });
-    var precision = core.field(id + "-precision", "Precision", select);
-    precision.output.remove();
-    controls.append(context.wrap, batch.wrap, precision.wrap);
+    var fields = core.memoryControls(id, config, 17);
+    controls.append.apply(controls, fields.wraps);
 
     var caption = core.element("p", "instrument-caption");
     var list = core.element("ul", "instrument-models");
@@ -78,43 +66,24 @@
 
     var state = window.attentionInstruments.cache_memory;
     function update() {
-      var T = Math.pow(2, Number(context.input.value));
-      var B = Math.pow(2, Number(batch.input.value));
-      var bytesPer = Number(select.value);
-      context.output.value = grouped(T) + " positions";
-      context.input.setAttribute("aria-valuetext", grouped(T) + " positions");
-      batch.output.value = grouped(B) + (B === 1 ? " sequence" : " sequences");
-      batch.input.setAttribute("aria-valuetext", batch.output.value);
-      var result = compute({ context: T, batchSize: B, bytesPerNumber: bytesPer }, models);
+      var chosen = fields.read(), settings = chosen.settings;
+      var T = settings.context;
+      var result = compute(settings, models);
       Object.assign(state, result);
       state.runs += 1;
       var top = 0;
       result.rows.forEach(function (r) { top = Math.max(top, r.bytes); });
       caption.textContent = "The key/value cache after " + grouped(T) + " positions of " +
-        batch.output.value + ", " + (8 * bytesPer) + " bits a number; each bar is in " +
-        "proportion to the largest.";
+        chosen.sequences + ", " + (8 * settings.bytesPerNumber) + " bits a number; each bar " +
+        "is in proportion to the largest.";
       list.textContent = "";
       result.rows.forEach(function (r) {
-        var item = core.element("li", "instrument-model");
-        var title = core.element("p", "instrument-model-name");
-        var name = document.createElement("strong");
-        name.textContent = r.name;
         var kind = r.kind + " attention" + (r.model.window === null ? "" : ", sliding window of " +
           grouped(r.model.window) + " positions");
-        title.append(name, ": " + kind);
-        var shape = core.element("p", "instrument-model-shape");
-        shape.textContent = shapeText(r) + (r.kept < T ? "; keeps the last " + grouped(r.kept) +
-          " of " + grouped(T) : "") + ".";
-        var bar = core.element("div", "instrument-bar");
-        bar.setAttribute("aria-hidden", "true");
-        var fill = document.createElement("span");
-        fill.style.width = (top > 0 ? (100 * r.bytes) / top : 0) + "%";
-        fill.style.background = COLOURS[r.kind] || "#949494";
-        bar.append(fill);
-        var size = core.element("p", "instrument-model-size");
-        size.textContent = r.readable + " (" + grouped(r.bytes) + " bytes)";
-        item.append(title, shape, bar, size);
-        list.append(item);
+        var shape = shapeText(r) + (r.kept < T ? "; keeps the last " + grouped(r.kept) + " of " +
+          grouped(T) : "");
+        list.append(core.memoryItem(r.name, kind, shape, r.bytes, top,
+          COLOURS[r.kind] || "#949494"));
       });
       var big = result.rows.filter(function (r) { return r.name === result.largest; })[0];
       var small = result.rows.filter(function (r) { return r.name === result.smallest; })[0];
@@ -123,8 +92,7 @@
         (result.ratio >= 10 ? Math.round(result.ratio) : result.ratio.toFixed(1)) +
         " times smaller.";
     }
-    [context.input, batch.input].forEach(function (el) { el.addEventListener("input", update); });
-    select.addEventListener("change", update);
+    fields.onChange(update);
     update();
   }
 

@@ -112,6 +112,73 @@
     return v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2) + " " + UNITS[u];
   }
 
+  // The memory instruments' shared parts (cache_memory.js, hybrid_memory.js).
+  // Numbers per position that `layers` attention layers of shape a keep (CacheShape's fields):
+  // L * 2 * Hkv * Dh (a key and a value per kept head), or L * (R + Dr) for latent attention.
+  function cacheNumbersPerToken(a, layers) {
+    if (a.kv_lora_rank !== null) return layers * (a.kv_lora_rank + a.rope_dim);
+    var kv = a.num_kv_heads === null ? a.num_heads : a.num_kv_heads;
+    return layers * 2 * kv * a.head_dim;
+  }
+
+  var PRECISIONS = [[4, "32-bit (float32, 4 bytes)"], [2, "16-bit (bfloat16, 2 bytes)"],
+    [1, "8-bit (1 byte)"]];
+
+  // The context, batch and precision fields, powers of two up to 2^maxLogContext positions and
+  // 2^8 sequences, starting from config's logContext, logBatch and bytesPerNumber. read() shows
+  // the chosen values beside their sliders and returns { settings: { context, batchSize,
+  // bytesPerNumber }, sequences: "1 sequence" or "4 sequences" }; onChange(update) calls update
+  // on any change.
+  function memoryControls(id, config, maxLogContext) {
+    var context = field(id + "-context", "Context length =", range(8, maxLogContext, 1,
+      config.logContext));
+    var batch = field(id + "-batch", "Batch size =", range(0, 8, 1, config.logBatch));
+    var select = document.createElement("select");
+    PRECISIONS.forEach(function (p) {
+      select.add(new Option(p[1], String(p[0]), false, p[0] === config.bytesPerNumber));
+    });
+    var precision = field(id + "-precision", "Precision", select);
+    precision.output.remove();
+    function read() {
+      var T = Math.pow(2, Number(context.input.value));
+      var B = Math.pow(2, Number(batch.input.value));
+      context.output.value = grouped(T) + " positions";
+      context.input.setAttribute("aria-valuetext", grouped(T) + " positions");
+      batch.output.value = grouped(B) + (B === 1 ? " sequence" : " sequences");
+      batch.input.setAttribute("aria-valuetext", batch.output.value);
+      return { settings: { context: T, batchSize: B, bytesPerNumber: Number(select.value) },
+        sequences: batch.output.value };
+    }
+    function onChange(update) {
+      [context.input, batch.input].forEach(function (el) { el.addEventListener("input", update); });
+      select.addEventListener("change", update);
+    }
+    return { wraps: [context.wrap, batch.wrap, precision.wrap], read: read, onChange: onChange };
+  }
+
+  // One row of a memory instrument's list: a bold name and what it is, how its size comes about,
+  // a bar in proportion to `top` (hidden from screen readers: the size is written out) and the
+  // size in binary units and in bytes.
+  function memoryItem(name, what, shape, bytes, top, colour) {
+    var item = element("li", "instrument-model");
+    var title = element("p", "instrument-model-name");
+    var strong = document.createElement("strong");
+    strong.textContent = name;
+    title.append(strong, ": " + what);
+    var how = element("p", "instrument-model-shape");
+    how.textContent = shape + ".";
+    var bar = element("div", "instrument-bar");
+    bar.setAttribute("aria-hidden", "true");
+    var fill = document.createElement("span");
+    fill.style.width = (top > 0 ? (100 * bytes) / top : 0) + "%";
+    fill.style.background = colour;
+    bar.append(fill);
+    var size = element("p", "instrument-model-size");
+    size.textContent = readable(bytes) + " (" + grouped(bytes) + " bytes)";
+    item.append(title, how, bar, size);
+    return item;
+  }
+
   // WCAG 2 relative luminance of an sRGB colour [r, g, b] (0-255 each).
   function luminance(rgb) {
     var linear = rgb.map(function (c) {
@@ -252,6 +319,9 @@
     format: format,
     grouped: grouped,
     readable: readable,
+    cacheNumbersPerToken: cacheNumbersPerToken,
+    memoryControls: memoryControls,
+    memoryItem: memoryItem,
     luminance: luminance,
     inkOn: inkOn,
     svg: svg,

@@ -17,15 +17,6 @@
   var grouped = core.grouped, readable = core.readable;
   // Colour-blind-safe colours (seaborn's "colorblind"), one per part; the text names each part.
   var COLOURS = { cache: "#0173b2", state: "#de8f05", total: "#029e73", all: "#949494" };
-  var PRECISIONS = [[4, "32-bit (float32, 4 bytes)"], [2, "16-bit (bfloat16, 2 bytes)"],
-    [1, "8-bit (1 byte)"]];
-
-  // Numbers per position of `layers` attention layers of shape a (CacheShape's fields).
-  function cachePerToken(a, layers) {
-    if (a.kv_lora_rank !== null) return layers * (a.kv_lora_rank + a.rope_dim);
-    var kv = a.num_kv_heads === null ? a.num_heads : a.num_kv_heads;
-    return layers * 2 * kv * a.head_dim;
-  }
 
   // Numbers one linear layer keeps per sequence: its state and its convolution's window.
   function statePerLayer(m) {
@@ -38,10 +29,10 @@
     var a = m.attention, per = settings.batchSize * settings.bytesPerNumber;
     var layers = a.num_layers + m.num_linear_layers;
     var kept = a.window === null ? settings.context : Math.min(settings.context, a.window);
-    var perToken = cachePerToken(a, a.num_layers);
+    var perToken = core.cacheNumbersPerToken(a, a.num_layers);
     var stateNumbers = m.num_linear_layers * statePerLayer(m);
     var cache = perToken * kept * per, state = stateNumbers * per;
-    var allAttention = cachePerToken(a, layers) * kept * per;
+    var allAttention = core.cacheNumbersPerToken(a, layers) * kept * per;
     // The first context at which the cache holds more than the state (B and b cancel): none if
     // a window stops the cache below it.
     var passes = Math.floor(stateNumbers / perToken) + 1;
@@ -59,7 +50,7 @@
 
   // How a cache's numbers per position come about, for `layers` attention layers of shape a.
   function cacheText(a, layers) {
-    var n = grouped(cachePerToken(a, layers));
+    var n = grouped(core.cacheNumbersPerToken(a, layers));
     if (a.kv_lora_rank !== null) {
       return layers + " latent-attention layers \u00d7 (latent " + a.kv_lora_rank +
         " + RoPE key " + a.rope_dim + ") = " + n + " numbers per position";
@@ -87,16 +78,8 @@
     });
     var model = core.field(id + "-model", "Model", choice);
     model.output.remove();
-    var context = core.field(id + "-context", "Context length =", core.range(8, 20, 1,
-      config.logContext));
-    var batch = core.field(id + "-batch", "Batch size =", core.range(0, 8, 1, config.logBatch));
-    var select = document.createElement("select");
-    PRECISIONS.forEach(function (p) {
-      select.add(new Option(p[1], String(p[0]), false, p[0] === config.bytesPerNumber));
-    });
-    var precision = core.field(id + "-precision", "Precision", select);
-    precision.output.remove();
-    controls.append(model.wrap, context.wrap, batch.wrap, precision.wrap);
+    var fields = core.memoryControls(id, config, 20);
+    controls.append.apply(controls, [model.wrap].concat(fields.wraps));
 
     var caption = core.element("p", "instrument-caption");
     var list = core.element("ul", "instrument-models");
@@ -107,19 +90,14 @@
     var state = window.attentionInstruments.hybrid_memory;
     function update() {
       var m = models.filter(function (x) { return x.name === choice.value; })[0] || models[0];
-      var T = Math.pow(2, Number(context.input.value));
-      var B = Math.pow(2, Number(batch.input.value));
-      var bytesPer = Number(select.value);
-      context.output.value = grouped(T) + " positions";
-      context.input.setAttribute("aria-valuetext", grouped(T) + " positions");
-      batch.output.value = grouped(B) + (B === 1 ? " sequence" : " sequences");
-      batch.input.setAttribute("aria-valuetext", batch.output.value);
-      var r = compute({ context: T, batchSize: B, bytesPerNumber: bytesPer }, m);
+      var chosen = fields.read(), settings = chosen.settings;
+      var T = settings.context;
+      var r = compute(settings, m);
       Object.assign(state, r);
       state.runs += 1;
       caption.textContent = "What " + m.name + " holds after " + grouped(T) + " positions of " +
-        batch.output.value + ", " + (8 * bytesPer) + " bits a number; each bar is in " +
-        "proportion to the largest.";
+        chosen.sequences + ", " + (8 * settings.bytesPerNumber) + " bits a number; each bar " +
+        "is in proportion to the largest.";
       var parts = [
         ["cache", "Attention layers' cache", r.attentionLayers + " of " + r.layers +
           " layers; grows with the context", cacheText(m.attention, r.attentionLayers) +
@@ -134,23 +112,8 @@
       var top = Math.max(r.total, r.allAttention);
       list.textContent = "";
       parts.forEach(function (p) {
-        var item = core.element("li", "instrument-model");
+        var item = core.memoryItem(p[1], p[2], p[3], p[4], top, COLOURS[p[0]]);
         item.dataset.part = p[0];
-        var title = core.element("p", "instrument-model-name");
-        var name = document.createElement("strong");
-        name.textContent = p[1];
-        title.append(name, ": " + p[2]);
-        var shape = core.element("p", "instrument-model-shape");
-        shape.textContent = p[3] + ".";
-        var bar = core.element("div", "instrument-bar");
-        bar.setAttribute("aria-hidden", "true");
-        var fill = document.createElement("span");
-        fill.style.width = (top > 0 ? (100 * p[4]) / top : 0) + "%";
-        fill.style.background = COLOURS[p[0]];
-        bar.append(fill);
-        var size = core.element("p", "instrument-model-size");
-        size.textContent = readable(p[4]) + " (" + grouped(p[4]) + " bytes)";
-        item.append(title, shape, bar, size);
         list.append(item);
       });
       status.textContent = "At " + grouped(T) + " positions " + m.name + " holds " +
@@ -160,8 +123,8 @@
         (r.passes === null ? "Its cache never passes its state."
           : "Its cache passes its state at " + grouped(r.passes) + " positions.");
     }
-    [context.input, batch.input].forEach(function (el) { el.addEventListener("input", update); });
-    [choice, select].forEach(function (el) { el.addEventListener("change", update); });
+    fields.onChange(update);
+    choice.addEventListener("change", update);
     update();
   }
 
