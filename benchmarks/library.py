@@ -3,9 +3,18 @@
 Each row times a library function or module against a reference doing the same work, the two
 interleaved (see ``timing.py``), and reports median milliseconds and the median paired ratio
 (library / reference; below 1 means the library is faster). The target is a ratio of at most
-1.10 for the same work. Rows whose reference does less work (it skips the attention weights)
-are shown for information and marked "info". For every missed target the two sides are profiled
+1.10 for the same work. Rows whose reference does other work (it skips the attention weights
+or the top-k ranking, or computes the same output another way or another function) are shown
+for information and marked "info". For every missed target the two sides are profiled
 with ``torch.profiler`` and their most expensive operators written next to the table.
+
+The Part VII rows time the delta rule (token by token and chunked, a decay per head and per key
+channel) against the PyTorch paths of transformers' Qwen3-Next and Kimi Linear, the Gated
+DeltaNet layer and the lightning indexer against transformers' modules with the same weights,
+top-k attention against the formula and against PyTorch's attention given the top-k mask, and
+linear attention's chunked form against its parallel form and softmax attention. Every row first
+checks that its two sides compute the same result (or, for a reference that computes another
+function, that each side computes what the row says).
 
 The last part compares ``tiled_attention`` with ``F.scaled_dot_product_attention`` as the
 sequence grows, in time and in peak memory (resident-set growth in a separate process, see
@@ -13,7 +22,8 @@ sequence grows, in time and in peak memory (resident-set growth in a separate pr
 
 Results are printed and written to ``benchmarks/results/`` as CSV and markdown.
 
-Usage: ``python benchmarks/library.py [--threads N] [--quick]``.
+Usage: ``python benchmarks/library.py [--threads N] [--quick] [--only part-vii]`` (``--only
+part-vii``: those rows alone, written to ``library_part_vii.csv`` and ``.md``).
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from torch import nn
 from attention_lab.attention import MultiHeadAttention, scaled_dot_product_attention
 from attention_lab.efficient import tiled_attention
 from attention_lab.layers import EncoderLayer
+from attention_lab.linear import delta_rule
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -371,6 +382,364 @@ def tiled_memory(lengths: list[int]) -> dict[str, dict[int, int]]:
     return peaks
 
 
+# --- Part VII: linear attention, the delta rule, the lightning indexer, top-k attention ----------
+
+
+def part_vii_transformers():
+    """transformers' Part VII modules, imported with their warnings off. Without
+    flash-linear-attention and causal-conv1d installed their kernels fall back to the PyTorch
+    paths, which are what the library is compared with; the fallback notice (logged at the first
+    call) is silenced for the rest of the run."""
+    import warnings
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from transformers.models.deepseek_v32 import modeling_deepseek_v32 as deepseek
+        from transformers.models.kimi_linear import modeling_kimi_linear as kimi
+        from transformers.models.qwen3_next import modeling_qwen3_next as qwen
+    return qwen, kimi, deepseek
+
+
+def to_models(x: torch.Tensor) -> torch.Tensor:
+    """The library's ``[B, H, T, ...]`` as the models' ``[B, T, H, ...]``, contiguous."""
+    return x.transpose(1, 2).contiguous()
+
+
+def delta_inputs(shape: tuple[int, ...], *, channel_decay: bool, seed: int = 0) -> dict:
+    """The delta rule's inputs drawn as ``tests/unit/test_linear.py`` draws them."""
+    batch, key_heads, value_heads, length, dim = shape
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "query": torch.randn(batch, key_heads, length, dim, generator=g),
+        "key": torch.randn(batch, key_heads, length, dim, generator=g),
+        "value": torch.randn(batch, value_heads, length, dim, generator=g),
+        "beta": torch.rand(batch, value_heads, length, generator=g),
+        "decay": -0.5
+        * torch.rand(batch, value_heads, length, *((dim,) if channel_decay else ()), generator=g),
+    }
+
+
+def delta_rule_cases(repeats: int) -> list[Case]:
+    qwen, kimi, _ = part_vii_transformers()
+    cases = []
+    for channel_decay, shape, recurrent, chunked, kind in (
+        (
+            False,
+            (1, 4, 8, 512, 64),
+            qwen.torch_recurrent_gated_delta_rule,
+            qwen.torch_chunk_gated_delta_rule,
+            "per-head decay (Qwen3-Next)",
+        ),
+        (
+            True,
+            (1, 4, 4, 512, 64),
+            kimi.recurrent_kimi_delta_attention,
+            kimi.chunk_kimi_delta_attention,
+            "per-channel decay (Kimi Linear)",
+        ),
+    ):
+        x = delta_inputs(shape, channel_decay=channel_decay)
+        args = [x[n] for n in ("query", "key", "value", "beta")]
+        # The models take [B, T, H, ...] and (g, beta) in that order.
+        models = [to_models(x[n]) for n in ("query", "key", "value", "decay", "beta")]
+
+        def ours(chunk_size, args=args, decay=x["decay"]):
+            return delta_rule(*args, decay=decay, chunk_size=chunk_size, qk_l2norm=True)
+
+        def theirs_recurrent(recurrent=recurrent, models=models):
+            return recurrent(*models, None, False, use_qk_l2norm_in_kernel=True)[0]
+
+        def theirs_chunked(chunked=chunked, models=models):
+            return chunked(*models, chunk_size=64, use_qk_l2norm_in_kernel=True)[0]
+
+        batch, key_heads, value_heads, length, dim = shape
+        group = (
+            f"Part VII: delta_rule, {kind} (B={batch} Hk={key_heads} Hv={value_heads} "
+            f"T={length} Dk=Dv={dim})"
+        )
+        for chunk_size, reference, function in (
+            (None, theirs_recurrent, recurrent),
+            (64, theirs_chunked, chunked),
+        ):
+
+            def candidate(chunk_size=chunk_size):
+                return ours(chunk_size)
+
+            with torch.inference_mode():  # the tests' tolerance, at 512 positions
+                torch.testing.assert_close(
+                    candidate(), reference().transpose(1, 2), atol=2e-6, rtol=1e-5
+                )
+            form = "token by token" if chunk_size is None else f"chunk_size={chunk_size}"
+            row = Row(
+                group,
+                f"delta_rule, {form}",
+                f"transformers' {function.__name__}"
+                + ("" if chunk_size is None else ", chunk_size=64"),
+                compare(candidate, reference, repeats=repeats),
+                True,
+            )
+            cases.append(Case(row, candidate, reference))
+    return cases
+
+
+def gated_deltanet_case(repeats: int) -> list[Case]:
+    from transformers import Qwen3NextConfig
+
+    from attention_lab.linear import GatedDeltaNet
+
+    qwen, _, _ = part_vii_transformers()
+    batch, length, d_model, key_heads, value_heads, dim = 1, 512, 512, 4, 8, 64
+    torch.manual_seed(0)  # modules draw their weights from the global generator
+    config = Qwen3NextConfig(
+        hidden_size=d_model,
+        linear_num_key_heads=key_heads,
+        linear_num_value_heads=value_heads,
+        linear_key_head_dim=dim,
+        linear_value_head_dim=dim,
+        linear_conv_kernel_dim=4,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        intermediate_size=1024,
+        vocab_size=50,
+    )
+    reference = qwen.Qwen3NextGatedDeltaNet(config, layer_idx=0).eval()
+    with torch.no_grad():  # projections and convolution as initialised; the rest drawn too
+        reference.A_log.uniform_(-1.0, 1.0)
+        reference.dt_bias.normal_(0.0, 0.5)
+        reference.norm.weight.normal_(1.0, 0.3)
+    ours = GatedDeltaNet.from_hf(reference, chunk_size=64).eval()
+    x = seeded(batch, length, d_model)
+    with torch.inference_mode():
+        expected = reference(x)
+        assert expected.abs().mean() > 1e-2  # a layer that does something
+        torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=1e-5)
+
+    def candidate():
+        return ours(x)
+
+    def torch_side():
+        return reference(x)
+
+    row = Row(
+        f"Part VII: GatedDeltaNet layer (B={batch} T={length} D={d_model} Hk={key_heads} "
+        f"Hv={value_heads} Dk=Dv={dim})",
+        "GatedDeltaNet.from_hf(m), chunk_size=64",
+        "transformers Qwen3NextGatedDeltaNet m, eager, no cache",
+        compare(candidate, torch_side, repeats=repeats),
+        True,
+    )
+    return [Case(row, candidate, torch_side)]
+
+
+def lightning_indexer_case(repeats: int) -> list[Case]:
+    from transformers import DeepseekV32Config
+
+    from attention_lab.masks import causal_mask
+    from attention_lab.sparse import LightningIndexer
+
+    _, _, deepseek = part_vii_transformers()
+    batch, length, d_model, q_rank, heads, dim, rope, top_k = 2, 512, 512, 256, 8, 64, 32, 64
+    torch.manual_seed(0)
+    config = DeepseekV32Config(
+        hidden_size=d_model, q_lora_rank=q_rank, index_n_heads=heads, index_head_dim=dim,
+        qk_rope_head_dim=rope, index_topk=top_k, num_attention_heads=4, num_key_value_heads=4,
+        kv_lora_rank=64, qk_nope_head_dim=32, v_head_dim=32, num_hidden_layers=1,
+        vocab_size=50, intermediate_size=1024, moe_intermediate_size=256,
+    )  # fmt: skip
+    reference = deepseek.DeepseekV32Indexer(config, layer_idx=0).eval()
+    rotary = deepseek.DeepseekV32RotaryEmbedding(config)
+    ours = LightningIndexer.from_hf(reference).eval()
+    x, q_resid = seeded(batch, length, d_model, seed=1), seeded(batch, length, q_rank, seed=2)
+    positions = torch.arange(length)
+    causal = causal_mask(length)[None]  # [1, T, T]
+
+    def candidate():
+        return ours(x, q_resid, positions, causal)
+
+    def torch_side():
+        # The rotary angles are part of the work: the library's indexer computes its own.
+        ids = positions[None].expand(batch, -1)
+        return reference(x, q_resid, rotary(x, ids), causal, ids)
+
+    with torch.inference_mode():
+        got, expected = candidate(), torch_side()
+        assert got.shape == expected.shape == (batch, length, top_k)
+        # The same key sets, over the keys each query may see (a query that sees fewer than k
+        # lists blocked ones too, in no order that means anything).
+        ranked = torch.zeros(batch, length, length, dtype=torch.bool)
+        kept_ours = ranked.scatter(-1, got, True) & causal
+        kept_theirs = ranked.scatter(-1, expected.long(), True) & causal
+        assert torch.equal(kept_ours, kept_theirs)
+
+    row = Row(
+        f"Part VII: LightningIndexer (B={batch} T={length} D={d_model} R={q_rank} H={heads} "
+        f"Dh={dim} rope={rope} top_k={top_k}, causal)",
+        "LightningIndexer.from_hf(m): top-k indices",
+        "transformers DeepseekV32Indexer m (and its rotary angles)",
+        compare(candidate, torch_side, repeats=repeats),
+        True,
+    )
+    return [Case(row, candidate, torch_side)]
+
+
+def linear_attention_cases(lengths: list[int], repeats: int) -> list[Case]:
+    from attention_lab.linear import linear_attention
+    from attention_lab.masks import causal_mask
+
+    batch, heads, dim = 1, 8, 64
+    cases = []
+    for length in lengths:
+        q, k, v = (seeded(batch, heads, length, dim, seed=s) for s in range(3))
+
+        def chunked(q=q, k=k, v=v):
+            return linear_attention(q, k, v, form="chunked", chunk_size=64)
+
+        def parallel(q=q, k=k, v=v):
+            return linear_attention(q, k, v, form="parallel")
+
+        def fused(q=q, k=k, v=v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        with torch.inference_mode():
+            # The two forms compute the same output; softmax attention is another function
+            # (checked against the library's own, so that the row times what it says).
+            torch.testing.assert_close(chunked(), parallel(), atol=1e-5, rtol=1e-5)
+            expected, _ = scaled_dot_product_attention(q, k, v, causal_mask(length))
+            torch.testing.assert_close(fused(), expected)
+        group = f"Part VII: linear_attention, causal, elu+1 (B={batch} H={heads} Dh={dim})"
+        reps = max(3, repeats * 512 // length)  # the parallel form is quadratic in T
+        cases += [
+            Case(
+                Row(
+                    group,
+                    f"linear_attention T={length}, chunked (64)",
+                    "linear_attention, parallel (the [T, T] matrix)",
+                    compare(chunked, parallel, repeats=reps),
+                    False,
+                    "same output, different work: O(T D^2) against O(T^2 D)",
+                ),
+                chunked,
+                parallel,
+            ),
+            Case(
+                Row(
+                    group,
+                    f"linear_attention T={length}, chunked (64)",
+                    "F.scaled_dot_product_attention(is_causal=True)",
+                    compare(chunked, fused, repeats=reps),
+                    False,
+                    "another function: softmax attention, fused kernel",
+                ),
+                chunked,
+                fused,
+            ),
+        ]
+    return cases
+
+
+def plain_topk_attention(q, k, v, mask, top_k: int):
+    """Exact top-k attention in plain PyTorch, returning the weights: each query's top_k
+    visible logits ranked, the rest masked, the softmax."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # [B, H, T, T]
+    top = scores.masked_fill(~mask, -math.inf).topk(top_k, dim=-1).indices  # [B, H, T, k]
+    kept = torch.zeros_like(scores, dtype=torch.bool).scatter(-1, top, True) & mask
+    weights = scores.masked_fill(~kept, -math.inf).softmax(dim=-1)
+    return weights @ v, weights
+
+
+def topk_cases(repeats: int) -> list[Case]:
+    from attention_lab.masks import causal_mask, topk_mask
+
+    batch, heads, length, dim, top_k = 1, 8, 1024, 64, 64
+    q, k, v = (seeded(batch, heads, length, dim, seed=s) for s in range(3))
+    causal = causal_mask(length)  # [T, T]
+    # The mask the library's ranking arrives at, computed as it computes its logits.
+    logits = q @ k.transpose(-2, -1)
+    kept = topk_mask(logits.div_(math.sqrt(dim)), top_k, causal)  # [B, H, T, T]
+
+    def ours():
+        return scaled_dot_product_attention(q, k, v, causal, top_k=top_k)
+
+    def plain():
+        return plain_topk_attention(q, k, v, causal, top_k)
+
+    def fused_kept():
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=kept)
+
+    def ours_every_key():
+        return scaled_dot_product_attention(q, k, v, causal)
+
+    with torch.inference_mode():
+        out, weights = ours()
+        expected, expected_weights = plain()
+        torch.testing.assert_close(out, expected)
+        torch.testing.assert_close(weights, expected_weights)
+        assert torch.equal(weights > 0, kept)
+        torch.testing.assert_close(out, fused_kept())
+        # The call without top_k attends every visible key: PyTorch's causal attention.
+        every_key = ours_every_key()[0]
+        torch.testing.assert_close(
+            every_key, F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        )
+
+    group = f"Part VII: scaled_dot_product_attention(top_k=) (B={batch} H={heads} T={length} "
+    group += f"Dh={dim} top_k={top_k}, causal)"
+    candidate = f"library, mask, top_k={top_k}"
+    return [
+        Case(
+            Row(
+                group,
+                candidate,
+                "plain PyTorch: logits, topk, masked_fill(-inf), softmax",
+                compare(ours, plain, repeats=repeats),
+                True,
+            ),
+            ours,
+            plain,
+        ),
+        Case(
+            Row(
+                group,
+                candidate,
+                "F.scaled_dot_product_attention, the top-k mask precomputed",
+                compare(ours, fused_kept, repeats=repeats),
+                False,
+                "reference skips the ranking and returns no weights",
+            ),
+            ours,
+            fused_kept,
+        ),
+        Case(
+            Row(
+                group,
+                candidate,
+                "library, mask, no top_k",
+                compare(ours, ours_every_key, repeats=repeats),
+                False,
+                "reference does no ranking: the excess over 1 is the ranking's cost",
+            ),
+            ours,
+            ours_every_key,
+        ),
+    ]
+
+
+def part_vii_cases(repeats: int, quick: bool) -> list[Case]:
+    cases: list[Case] = []
+    for make in (delta_rule_cases, gated_deltanet_case, lightning_indexer_case, topk_cases):
+        cases += make(repeats)
+        print(f"... {cases[-1].row.group}: done", file=sys.stderr)
+    cases += linear_attention_cases([512, 1024] if quick else [512, 2048], repeats)
+    print(f"... {cases[-1].row.group}: done", file=sys.stderr)
+    return cases
+
+
 def top_operators(function: Callable[[], object], count: int = 6) -> str:
     from torch.profiler import ProfilerActivity, profile
 
@@ -428,6 +797,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--quick", action="store_true", help="fewer repeats, shorter sequences")
+    parser.add_argument(
+        "--only",
+        choices=["part-vii"],
+        help="only these rows (part-vii: linear attention, the delta rule, the indexer, top-k), "
+        "written to library_part_vii.csv and .md",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -436,35 +811,44 @@ def main() -> None:
     started = time.perf_counter()
 
     cases: list[Case] = []
-    for make in (sdpa_cases, mha_case, encoder_layer_cases, minilm_cases):
-        cases += make(repeats)
-        print(f"... {cases[-1].row.group}: done", file=sys.stderr)
-    cases += tiled_cases(lengths, repeats)
-    print("... tiled_attention timing: done", file=sys.stderr)
-    memory = tiled_memory(lengths)
+    memory = None
+    if args.only is None:
+        for make in (sdpa_cases, mha_case, encoder_layer_cases, minilm_cases):
+            cases += make(repeats)
+            print(f"... {cases[-1].row.group}: done", file=sys.stderr)
+    cases += part_vii_cases(repeats, args.quick)
+    if args.only is None:
+        cases += tiled_cases(lengths, repeats)
+        print("... tiled_attention timing: done", file=sys.stderr)
+        memory = tiled_memory(lengths)
+    stem = "library" if args.only is None else "library_part_vii"
 
     RESULTS.mkdir(exist_ok=True)
     rows = [case.row for case in cases]
     records = table(rows)
-    with open(RESULTS / "library.csv", "w", newline="") as f:
+    written = [RESULTS / f"{stem}.csv", RESULTS / f"{stem}.md"]
+    with open(written[0], "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(records[0]))
         writer.writeheader()
         writer.writerows(records)
 
-    memory_records = [
-        {
-            "T": str(t),
-            "F.sdpa MiB": f"{memory['torch_sdpa'][t] / 2**20:.1f}",
-            "tiled MiB": f"{memory['tiled'][t] / 2**20:.1f}",
-            "library full MiB": f"{memory['library_full'][t] / 2**20:.1f}",
-            "score matrix MiB": f"{2 * t * t * 4 / 2**20:.1f}",
-        }
-        for t in lengths
-    ]
-    with open(RESULTS / "tiled_memory.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(memory_records[0]))
-        writer.writeheader()
-        writer.writerows(memory_records)
+    memory_records = []
+    if memory is not None:
+        memory_records = [
+            {
+                "T": str(t),
+                "F.sdpa MiB": f"{memory['torch_sdpa'][t] / 2**20:.1f}",
+                "tiled MiB": f"{memory['tiled'][t] / 2**20:.1f}",
+                "library full MiB": f"{memory['library_full'][t] / 2**20:.1f}",
+                "score matrix MiB": f"{2 * t * t * 4 / 2**20:.1f}",
+            }
+            for t in lengths
+        ]
+        written.insert(1, RESULTS / "tiled_memory.csv")
+        with open(written[1], "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(memory_records[0]))
+            writer.writeheader()
+            writer.writerows(memory_records)
 
     profiles = []
     for case in cases:
@@ -480,8 +864,17 @@ def main() -> None:
         f"{torch.__version__}, {torch.get_num_threads()} thread(s), load average "
         f"{os.getloadavg()[0]:.1f}"
     )
+    memory_report = []
+    if memory_records:
+        memory_report = [
+            "## tiled_attention memory (peak resident-set growth of one call, fresh process; "
+            "B=1 H=2 Dh=64, block 128)",
+            "",
+            markdown(memory_records),
+            "",
+        ]
     report = [
-        "# attention_lab benchmarks",
+        "# attention_lab benchmarks" + ("" if args.only is None else f" ({args.only} only)"),
         "",
         f"Machine: {machine}.",
         "Times are medians over interleaved pairs; ratio = median of library / reference per "
@@ -489,14 +882,10 @@ def main() -> None:
         "",
         markdown(records),
         "",
-        "## tiled_attention memory (peak resident-set growth of one call, fresh process; "
-        "B=1 H=2 Dh=64, block 128)",
-        "",
-        markdown(memory_records),
-        "",
+        *memory_report,
         *profiles,
     ]
-    (RESULTS / "library.md").write_text("\n".join(report))
+    written[-1].write_text("\n".join(report))
 
     print(f"\n{machine}\n")
     columns = [
@@ -509,17 +898,18 @@ def main() -> None:
         "target <= 1.10",
     ]
     print(text_table(records, columns))
-    print("\nPeak memory of one call (resident-set growth, fresh process, B=1 H=2 Dh=64):\n")
-    print(
-        text_table([{"benchmark": "memory", **r} for r in memory_records], list(memory_records[0]))
-    )
+    if memory_records:
+        print("\nPeak memory of one call (resident-set growth, fresh process, B=1 H=2 Dh=64):\n")
+        print(
+            text_table(
+                [{"benchmark": "memory", **r} for r in memory_records], list(memory_records[0])
+            )
+        )
     missed = [r for r in rows if r.verdict == "MISSED"]
     if missed:
-        print(f"\n{len(missed)} target(s) missed; operator profiles in {RESULTS / 'library.md'}")
-    print(
-        f"\nwrote {RESULTS / 'library.csv'}, {RESULTS / 'tiled_memory.csv'} and "
-        f"{RESULTS / 'library.md'} in {time.perf_counter() - started:.0f} s"
-    )
+        print(f"\n{len(missed)} target(s) missed; operator profiles in {written[-1]}")
+    names = ", ".join(str(path) for path in written[:-1])
+    print(f"\nwrote {names} and {written[-1]} in {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":
