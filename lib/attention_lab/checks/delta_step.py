@@ -62,6 +62,11 @@ MISTAKES = register_mistakes(
             "beta is missing from the correction: the write is beta k (v - S'^T k)^T, with "
             "beta [B, H] the step's learning rate, broadcast as beta[..., None]"
         ),
+        "delta_beta_on_value": (
+            "beta scales the value alone: it is the learning rate of the whole correction, "
+            "beta k (v - S'^T k)^T; k (beta v - S'^T k)^T still subtracts the full prediction "
+            "when beta = 0, so the state changes when it should only forget"
+        ),
         "delta_no_prediction": (
             "the write adds k v^T without subtracting the prediction (that is linear "
             "attention): the delta rule writes the error, beta k (v - S'^T k)^T, with S'^T k "
@@ -113,6 +118,7 @@ _DEVIATIONS: dict[str, dict[str, object]] = {
     "delta_decay_sign": {"factor": "exp_of_minus"},
     "delta_prediction_undecayed": {"predict_from": "old"},
     "delta_beta_missing": {"beta": False},
+    "delta_beta_on_value": {"beta_on": "value"},
     "delta_no_prediction": {"predict": False},
     "delta_no_prediction/no_beta": {"predict": False, "beta": False},
     "delta_no_prediction/linear_attention": {"predict": False, "beta": False, "factor": "one"},
@@ -153,6 +159,8 @@ def _step_variant(query, key, value, beta, decay, state, mistake: str | None = N
     error = v - predicted if deviation.get("predict", True) else v  # [B, H, Dv]
     rate = b[..., None] if deviation.get("beta_axes", True) else b  # [B, H, 1] or [B, H]
     rate = rate if deviation.get("beta", True) else 1.0
+    if deviation.get("beta_on") == "value":
+        error, rate = rate * v - predicted, 1.0  # k (beta v - S'^T k)^T
     correction = deviation.get("sign", 1.0) * rate * error  # [B, H, Dv]
     if deviation.get("axes") == "write":
         new = decayed + correction[..., :, None] * write_key[..., None, :]  # + [B, H, Dv, Dk]
@@ -272,6 +280,19 @@ def _where(fn: Callable, case: Case, got, expected, tol) -> str:
             "is: look at the prediction S'^T k, the error v - S'^T k and the write "
             "beta k (...)^T"
         )
+    # A zero key writes nothing however beta enters the write: what is left is the forgetting.
+    args = (query, torch.zeros_like(key), value, torch.zeros_like(beta), decay, state)
+    forgot = call_quietly(fn, fresh(args))
+    if (
+        isinstance(forgot, tuple | list)
+        and len(forgot) == 2
+        and close(forgot[1], _expected(*args)[1].to(state.dtype), *tol)
+    ):
+        return (
+            "with beta = 0 the step only forgets, exp(decay) S, and your state differs there; "
+            "with a zero key too it is right, so the forgetting is, but your step writes when "
+            "beta = 0: beta multiplies the whole correction, beta k (v - S'^T k)^T"
+        )
     return (
         "with beta = 0 the step only forgets, exp(decay) S, and your state differs there "
         "too: look at the decay first"
@@ -334,14 +355,14 @@ def check_gated_delta_step(fn: Callable) -> None:
 
     Mistakes it names: ``delta_decay_missing``, ``delta_decay_after_write``,
     ``delta_decay_without_exp``, ``delta_decay_sign``, ``delta_prediction_undecayed``,
-    ``delta_beta_missing``, ``delta_no_prediction``, ``delta_correction_sign``,
-    ``delta_no_scaling``, ``delta_key_scaled``, ``delta_output_before_write``,
-    ``delta_query_key_swapped``, ``delta_state_axes``, ``delta_gates_not_broadcast``,
-    ``delta_step_not_a_pair``,
-    ``wrong_dtype`` (see :data:`MISTAKES`). The mistake is read from what the step does on a
+    ``delta_beta_missing``, ``delta_beta_on_value``, ``delta_no_prediction``,
+    ``delta_correction_sign``, ``delta_no_scaling``, ``delta_key_scaled``,
+    ``delta_output_before_write``, ``delta_query_key_swapped``, ``delta_state_axes``,
+    ``delta_gates_not_broadcast``, ``delta_step_not_a_pair``, ``wrong_dtype`` (see
+    :data:`MISTAKES`). The mistake is read from what the step does on a
     battery of probes (crashes included); when none fits, the message says whether the output
     or the state is wrong, and for a wrong state whether the step is right when it only forgets
-    (``beta = 0``).
+    (``beta = 0``), and if not, whether it writes then (``beta = 0`` and a zero key).
 
     Args:
         fn: The learner's step function.

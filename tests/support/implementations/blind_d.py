@@ -449,3 +449,24 @@ LABS = {
         ),
     },
 }
+
+# What the checks named when the set was measured (2026-12-04), each read and judged right; the
+# other wrong ones were located (blind_sets_measured.md). delta_beta_on_value was added to lab 13's
+# check after this set showed the mistake misdirected to the decay: for that one mistake the set
+# is a tuning set.
+NAMED = {
+    "lin_wrong_state_transposed": "linear_state_transposed",
+    "lin_wrong_no_phi_query": "linear_phi_missing",
+    "lin_wrong_no_normalise": "linear_no_normaliser",
+    "lin_wrong_read_before_update": "linear_output_before_update",
+    "lin_wrong_den_no_keepdim": "linear_normaliser_keepdim",
+    "lin_wrong_float32_output": "wrong_dtype",
+    "gd_wrong_decay_no_exp": "delta_decay_without_exp",
+    "gd_wrong_decay_after_write": "delta_decay_after_write",
+    "gd_wrong_predict_undecayed": "delta_prediction_undecayed",
+    "gd_wrong_beta_on_value_only": "delta_beta_on_value",
+    "gd_wrong_prediction_transposed": "delta_state_axes",
+    "gd_wrong_no_scale": "delta_no_scaling",
+    "gd_wrong_read_before_write": "delta_output_before_write",
+    "gd_wrong_float32_output": "wrong_dtype",
+}

@@ -70,6 +70,7 @@ def step(
     forget_when="first",
     predict_from="decayed",
     use_beta=True,
+    beta_on="error",
     predict=True,
     sign=1.0,
     scale="query",
@@ -97,6 +98,8 @@ def step(
     else:
         predicted = (k.unsqueeze(-2) @ source).squeeze(-2)  # k^T S'
     error = value - predicted if predict else value
+    if beta_on == "value":  # k (beta v - S'^T k)^T
+        error, use_beta = beta.unsqueeze(-1) * value - predicted, False
     if sign < 0:
         error = predicted - value
     if use_beta:
@@ -142,6 +145,7 @@ WRONG = [
     (check, named(forget="exp_minus"), "delta_decay_sign"),
     (check, named(predict_from="old"), "delta_prediction_undecayed"),
     (check, named(use_beta=False), "delta_beta_missing"),
+    (check, named(beta_on="value"), "delta_beta_on_value"),
     (check, named(predict=False), "delta_no_prediction"),
     (check, named(predict=False, use_beta=False, forget="none"), "delta_no_prediction"),
     (check, named(sign=-1.0), "delta_correction_sign"),

@@ -90,6 +90,17 @@ def test_a_step_wrong_in_another_way_is_located_not_named():
     assert "Likely mistake" not in message
     assert "your state differs there too: look at the decay first" in message
 
+    def writes_a_little_always(query, key, value, beta, decay, state):
+        output, new = step_with_einsum(query, key, value, beta, decay, state)
+        new = new + 0.05 * key[..., :, None] * value[..., None, :]  # even when beta = 0
+        return (new * query[..., :, None]).sum(-2) / query.shape[-1] ** 0.5, new
+
+    with pytest.raises(AssertionError) as error:
+        check_gated_delta_step(writes_a_little_always)
+    message = flat(error.value)
+    assert "Likely mistake" not in message
+    assert "so the forgetting is, but your step writes when beta = 0" in message
+
     def output_off_a_little(query, key, value, beta, decay, state):
         output, state = step_with_einsum(query, key, value, beta, decay, state)
         return output + 0.01, state
