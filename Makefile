@@ -32,7 +32,7 @@ STAGE  = $(PYTHON) tests/support/stages.py
 # "Tests", says why).
 PYTEST = env OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder
 
-.PHONY: help venv learner-env node book runs sweep test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live
+.PHONY: help venv learner-env node book runs sweep test test-fast test-js lint notebooks serve clean print-lib-hash bench bench-library bench-book bench-weights bench-live bench-mqar
 
 help:
 	@echo "make book       build the book into _build/html (creates .venv if needed)"
@@ -50,6 +50,8 @@ help:
 	@echo "                    each chapter's words of prose (after make book)"
 	@echo "make bench-weights  compressed bytes each built page downloads (first visit, next page)"
 	@echo "make bench-live     chapter 09's live attention box in Chromium: download, first map, per sentence"
+	@echo "make bench-mqar     chapter 22's five models on MQAR at widths 16, 32, 64, seeds 0-2: recall,"
+	@echo "                    parameters, state sizes; about 5.5 minutes (not in make bench)"
 	@echo "make clean      remove _build/ and notebooks/ (keeps .venv)"
 
 venv: $(STAMP)
@@ -164,6 +166,12 @@ bench-live: book
 # Compressed bytes each built page downloads, first visit and next page (needs `make book`).
 bench-weights: $(STAMP)
 	PYTHONPATH=tests$${PYTHONPATH:+:$$PYTHONPATH} $(BIN)/python benchmarks/page_weights.py
+
+# Chapter 22's five models on MQAR at widths 16, 32 and 64 over seeds 0-2: recall (mean and
+# range), parameters, each layer's state or K/V cache size. Not in `make bench`: about 5.5
+# minutes alone (2026-12-04, one thread, 2 loaded cores), nearly `make bench`'s time again.
+bench-mqar: $(STAMP)
+	$(BIN)/python benchmarks/mqar.py
 
 serve:
 	@test -d $(BUILD)/html || { echo "no _build/html yet: run 'make book' first"; exit 1; }
