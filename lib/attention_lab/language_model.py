@@ -43,7 +43,7 @@ from attention_lab._validation import (
 from attention_lab.attention_config import AttentionConfig
 from attention_lab.caches import KVCache
 from attention_lab.layers import FeedForward, embed_tokens, encoder_layers, token_embedding
-from attention_lab.linear import RULES, GatedDeltaNet
+from attention_lab.linear import RULES, GatedDeltaNet, RecurrentState
 from attention_lab.masks import causal_mask, check_mask, combine_masks
 from attention_lab.positional import sinusoidal_encoding
 
@@ -264,21 +264,36 @@ class RecurrentLayer(nn.Module):
         x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         return x, None
 
+    def decode(self, x: torch.Tensor, state: RecurrentState) -> tuple[torch.Tensor, None]:
+        """Run the layer on new positions ``x`` ``[B, Tn, D]`` that follow those ``state`` has
+        taken in (:meth:`~attention_lab.linear.GatedDeltaNet.new_state`), updating it in place:
+        the new positions' rows of :meth:`forward` over the whole sequence, up to rounding.
+
+        Returns:
+            A pair ``(x, None)``, as :meth:`forward`.
+
+        Raises:
+            TypeError: If ``x`` is not a floating tensor or ``state`` not a ``RecurrentState``.
+            ValueError: If the shapes do not fit, or the state has no room for ``Tn`` more.
+        """
+        check_sequence(x, "x", self.d_model)
+        x = x + self.dropout1(self.mixer(self.norm1(x), state))
+        x = x + self.dropout2(self.feed_forward(self.norm2(x)))
+        return x, None
+
 
 def _check_cacheable(
     model: DecoderLM,
     fix: str = "call the model on the whole sequence instead (generate: use_cache=False)",
 ) -> None:
-    """Raise if ``model`` has a recurrent layer (its state is not a key/value cache) or its
-    rotary embedding has "dynamic" scaling, which no cache reproduces."""
-    if model.config.recurrent:
-        raise ValueError(
-            "this model has recurrent layers (config.layer_types), whose states no KVCache "
-            f"holds: {fix}"
-        )
-    rotary = model.layers[0].self_attn.rotary
-    if rotary is not None:
-        rotary.check_cacheable("config.attention.rope_scaling", fix)
+    """Raise if ``model``'s rotary embedding has "dynamic" scaling, which no cache
+    reproduces (its frequencies change with the length)."""
+    for layer in model.layers:
+        if isinstance(layer, RecurrentLayer):
+            continue
+        if layer.self_attn.rotary is not None:
+            layer.self_attn.rotary.check_cacheable("config.attention.rope_scaling", fix)
+        return  # every attention layer has the same configuration
 
 
 class DecoderLM(nn.Module):
@@ -409,25 +424,29 @@ class DecoderLM(nn.Module):
             attentions.append(weights)
         return self.head(self.final_norm(x)), attentions  # [B, T, V]
 
-    def new_caches(self, batch_size: int) -> list[KVCache]:
-        """One empty :class:`~attention_lab.caches.KVCache` per layer, for ``max_len``
-        positions of ``batch_size`` sequences, in the model's dtype and device; each holds the
-        layer's ``num_kv_heads`` key/value heads.
+    def new_caches(self, batch_size: int) -> list[KVCache | RecurrentState]:
+        """What each layer keeps while it decodes ``batch_size`` sequences of up to ``max_len``
+        positions, empty, in the model's dtype and device: an attention layer's
+        :class:`~attention_lab.caches.KVCache` (its ``num_kv_heads`` key/value heads, for
+        ``max_len`` positions), a recurrent layer's
+        :class:`~attention_lab.linear.RecurrentState` (a fixed size, whatever the length).
 
         Raises:
             TypeError: If ``batch_size`` is not an int.
-            ValueError: If ``batch_size`` is not positive, the model has recurrent layers (a
-                state, not a cache) or its rotary embedding has ``"dynamic"`` scaling (no cache
-                reproduces it).
+            ValueError: If ``batch_size`` is not positive or the rotary embedding has
+                ``"dynamic"`` scaling (no cache reproduces it).
         """
         _check_cacheable(self)
         weight = self.embedding.weight
+        max_len = self.config.max_len
         return [
-            KVCache(
+            layer.mixer.new_state(batch_size, max_len, dtype=weight.dtype, device=weight.device)
+            if isinstance(layer, RecurrentLayer)
+            else KVCache(
                 batch_size,
                 layer.self_attn.num_kv_heads,
                 layer.self_attn.head_dim,
-                self.config.max_len,
+                max_len,
                 dtype=weight.dtype,
                 device=weight.device,
             )
@@ -439,10 +458,12 @@ class DecoderLM(nn.Module):
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits for ``Tn`` new positions that follow the positions held in ``caches``.
 
-        Each layer projects only the new positions, appends their keys and values to its
-        cache and attends over everything held. Fed a sequence in pieces (a prompt, then one
-        token at a time), it gives the logits that :meth:`forward` gives for the whole
-        sequence, up to floating-point rounding.
+        Each attention layer projects only the new positions, appends their keys and values
+        to its cache and attends over everything held; each recurrent layer
+        (``config.layer_types``) runs the new positions from its state and leaves the state
+        after them. Fed a sequence in pieces (a prompt, then one token at a time), it gives
+        the logits that :meth:`forward` gives for the whole sequence, up to floating-point
+        rounding.
 
         Args:
             token_ids: Shape ``[B, Tn]``, an integer dtype: the new tokens.
@@ -451,15 +472,16 @@ class DecoderLM(nn.Module):
 
         Returns:
             A pair ``(logits, attentions)``: shape ``[B, Tn, V]``, and per layer the weights
-            ``[B, H, Tn, L]`` with ``L`` the positions held after this call.
+            ``[B, H, Tn, L]`` with ``L`` the positions held after this call (``None`` for a
+            recurrent layer).
 
         Raises:
-            TypeError: If ``token_ids`` is not an integer tensor or ``caches`` not a list of
-                ``KVCache``.
+            TypeError: If ``token_ids`` is not an integer tensor or ``caches`` not the list
+                :meth:`new_caches` returns.
             ValueError: If the model is not causal (a cache reproduces only causal
-                attention), has recurrent layers (``config.layer_types``) or its rotary
-                embedding has ``"dynamic"`` scaling (its frequencies change with the length),
-                the caches do not fit the model, or the positions would exceed ``max_len``.
+                attention) or its rotary embedding has ``"dynamic"`` scaling (its frequencies
+                change with the length), the caches do not fit the model, or the positions
+                would exceed ``max_len``.
         """
         if not self.config.causal:
             raise ValueError(
@@ -467,12 +489,23 @@ class DecoderLM(nn.Module):
                 "also attend to the new ones, which a key/value cache cannot update"
             )
         _check_cacheable(self)
-        if not isinstance(caches, list) or not all(isinstance(c, KVCache) for c in caches):
-            raise TypeError("caches must be the list of KVCache that new_caches returns")
+        if not isinstance(caches, list) or not all(
+            isinstance(c, KVCache | RecurrentState) for c in caches
+        ):
+            raise TypeError(
+                "caches must be the list of KVCache and RecurrentState that new_caches returns"
+            )
         if len(caches) != len(self.layers):
             raise ValueError(
-                f"caches must hold one KVCache per layer ({len(self.layers)}), got {len(caches)}"
+                f"caches must hold one entry per layer ({len(self.layers)}), got {len(caches)}"
             )
+        for i, (layer, cache) in enumerate(zip(self.layers, caches, strict=True)):
+            wanted = RecurrentState if isinstance(layer, RecurrentLayer) else KVCache
+            if not isinstance(cache, wanted):
+                raise ValueError(
+                    f"layer {i} needs a {wanted.__name__}, got a {type(cache).__name__}: "
+                    "use the list new_caches returns"
+                )
         held = {len(cache) for cache in caches}
         if len(held) != 1:
             raise ValueError(f"the caches hold different numbers of positions: {sorted(held)}")
@@ -512,7 +545,9 @@ def generate(
             the distribution, above 1 flattens it. Ignored when ``greedy``.
         greedy: Take the most likely token instead of sampling.
         seed: Seed of the sampling generator, a non-negative int.
-        use_cache: Run new tokens through a key/value cache per layer (causal models only).
+        use_cache: Run new tokens through what :meth:`DecoderLM.new_caches` returns, a
+            key/value cache per attention layer and a state per recurrent layer (causal models
+            only).
 
     Returns:
         Shape ``[B, P + max_new_tokens]``, ``torch.long``: the prompts followed by the new
@@ -521,8 +556,8 @@ def generate(
     Raises:
         TypeError: If an argument has the wrong type.
         ValueError: If an argument is out of range, the sequence would exceed ``max_len``, or
-            ``use_cache`` is asked of a model with ``causal=False``, with recurrent layers or
-            with ``"dynamic"`` RoPE scaling.
+            ``use_cache`` is asked of a model with ``causal=False`` or with ``"dynamic"`` RoPE
+            scaling.
 
     Example:
         >>> torch.manual_seed(0) and None

@@ -33,7 +33,14 @@ from torch.nn import functional as F  # noqa: N812 - the conventional name
 
 from attention_lab._validation import check_bool, check_int
 
-__all__ = ["FEATURE_MAPS", "RULES", "GatedDeltaNet", "delta_rule", "linear_attention"]
+__all__ = [
+    "FEATURE_MAPS",
+    "RULES",
+    "GatedDeltaNet",
+    "RecurrentState",
+    "delta_rule",
+    "linear_attention",
+]
 
 #: The feature maps :func:`linear_attention` takes by name: ``"elu+1"`` (Katharopoulos et al.'s,
 #: positive everywhere), ``"relu"``. ``None`` is the identity.
@@ -404,6 +411,52 @@ def _delta_chunked(q, k, v, b, g, state, chunk_size: int):
     return torch.cat(out, dim=2), state
 
 
+class RecurrentState:
+    """What one :class:`GatedDeltaNet` layer keeps between calls while it decodes: its state
+    ``S`` and the last inputs of its causal convolution, for ``batch_size`` sequences.
+
+    The recurrent layer's counterpart of :class:`~attention_lab.caches.KVCache`: its size does
+    not grow with the positions decoded. :meth:`GatedDeltaNet.forward` with ``state=`` reads
+    and updates it in place, so a sequence fed in pieces gives the outputs of the whole.
+
+    Attributes:
+        state: ``[B, Hv, Dk, Dv]``, in ``float32`` at least (the rule's working dtype); zeros
+            before the first position.
+        conv: ``[B, C, conv_size - 1]``: the convolution's inputs at the last ``conv_size - 1``
+            positions (``C`` = ``2 Hk Dk + Hv Dv`` channels), zeros before the first position,
+            as the convolution's own padding.
+        max_len: The most positions the state may take in (the model's ``max_len``).
+
+    Example:
+        >>> layer = GatedDeltaNet(8, 2, 2, 4, 4)
+        >>> state = layer.new_state(batch_size=3, max_len=16)
+        >>> _ = layer(torch.randn(3, 5, 8), state=state)
+        >>> len(state), state.state.shape, state.conv.shape
+        (5, torch.Size([3, 2, 4, 4]), torch.Size([3, 24, 3]))
+    """
+
+    def __init__(self, state: torch.Tensor, conv: torch.Tensor, max_len: int) -> None:
+        check_int(max_len, "max_len")
+        self.state, self.conv, self.max_len = state, conv, max_len
+        self._length = 0
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the state and the convolution's window occupy, whatever the positions held."""
+        return self.state.nbytes + self.conv.nbytes
+
+    def _advance(self, count: int) -> None:
+        if self._length + count > self.max_len:
+            raise ValueError(
+                f"the state holds {self._length} positions and max_len={self.max_len}: "
+                f"{count} more do not fit"
+            )
+        self._length += count
+
+
 class GatedDeltaNet(torch.nn.Module):
     """Qwen3-Next's linear-attention layer: projections, a short causal convolution, gates, the
     gated delta rule, a gated RMS norm and the output projection.
@@ -509,14 +562,67 @@ class GatedDeltaNet(torch.nn.Module):
         self.norm_weight = torch.nn.Parameter(torch.ones(value_dim))
         self.out_proj = linear(values, d_model)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The layer's output ``[B, T, D]`` for ``x`` ``[B, T, D]``."""
+    def new_state(
+        self,
+        batch_size: int,
+        max_len: int,
+        *,
+        dtype: torch.dtype | None = None,
+        device: torch.device | str | None = None,
+    ) -> RecurrentState:
+        """An empty :class:`RecurrentState` for ``batch_size`` sequences of at most ``max_len``
+        positions, in the dtype and device of the layer's weights unless given (the state
+        itself in ``float32`` at least, as the rule computes).
+
+        Raises:
+            TypeError: If ``batch_size`` or ``max_len`` is not an int.
+            ValueError: If either is not positive.
+        """
+        check_int(batch_size, "batch_size")
+        weight = self.q_proj.weight
+        dtype = weight.dtype if dtype is None else dtype
+        device = weight.device if device is None else device
+        work = torch.promote_types(dtype, torch.float32)
+        shape = (batch_size, self.num_value_heads, self.key_dim, self.value_dim)
+        conv = torch.zeros(
+            batch_size, self.conv.in_channels, self.conv.kernel_size[0] - 1, dtype=dtype,
+            device=device,
+        )  # fmt: skip
+        return RecurrentState(torch.zeros(shape, dtype=work, device=device), conv, max_len)
+
+    def forward(self, x: torch.Tensor, state: RecurrentState | None = None) -> torch.Tensor:
+        """The layer's output ``[B, T, D]`` for ``x`` ``[B, T, D]``.
+
+        With ``state`` (from :meth:`new_state`), ``x`` holds the positions that follow those the
+        state has taken in: the layer starts from the state, and leaves the state after ``x``
+        in it. Fed a sequence in pieces, it gives the outputs of the whole, up to rounding.
+
+        Raises:
+            TypeError: If ``state`` is not a :class:`RecurrentState`.
+            ValueError: If ``x`` is not ``[B, T, D]``, or ``state`` is for another batch size
+                or has no room for ``T`` more positions.
+        """
         if not isinstance(x, torch.Tensor) or x.ndim != 3:
             raise ValueError(f"x must be a tensor [B, T, D], got {_shape(x)}")
         batch, length, _ = x.shape
+        if state is not None:
+            if not isinstance(state, RecurrentState):
+                raise TypeError(
+                    f"state must be a RecurrentState (new_state), got {type(state).__name__}"
+                )
+            if state.state.shape[0] != batch:
+                raise ValueError(f"state is for {state.state.shape[0]} sequences, x holds {batch}")
+            state._advance(length)
         keys = self.num_key_heads * self.key_dim
         mixed = torch.cat([self.q_proj(x), self.k_proj(x), self.v_proj(x)], dim=-1)
-        mixed = F.silu(self.conv(mixed.transpose(1, 2))[..., :length]).transpose(1, 2)
+        if state is None:
+            mixed = F.silu(self.conv(mixed.transpose(1, 2))[..., :length]).transpose(1, 2)
+        else:
+            # The window of earlier inputs stands in for the convolution's zero padding.
+            window = torch.cat([state.conv, mixed.transpose(1, 2)], dim=-1)  # [B, C, K-1+T]
+            state.conv = window[..., window.shape[-1] - state.conv.shape[-1] :]
+            convolved = F.conv1d(window, self.conv.weight, groups=self.conv.groups)
+            mixed = F.silu(convolved).transpose(1, 2)  # [B, T, C]
         q, k, v = mixed.split([keys, keys, self.num_value_heads * self.value_dim], dim=-1)
 
         def heads(y, count, width):  # [B, T, count * width] -> [B, count, T, width]
@@ -534,15 +640,27 @@ class GatedDeltaNet(torch.nn.Module):
             out = linear_attention(  # [B, Hv, T, Dv]
                 q, k, v, form=form, chunk_size=self.chunk_size or 64, normalize=False
             )
+            if state is not None:  # what the earlier positions left: phi(q_t)^T S, then S grows
+                phi = FEATURE_MAPS["elu+1"]
+                work = state.state.dtype
+                phi_q, phi_k = phi(q.to(work)), phi(k.to(work))
+                out = out + (phi_q @ state.state).to(out.dtype)
+                state.state = state.state + phi_k.transpose(-2, -1) @ v.to(work)
         else:
             beta = self.beta_proj(x).sigmoid().transpose(1, 2)  # [B, Hv, T]
             decay = None
             if self.rule == "gated_delta":
                 rate = F.softplus(self.decay_proj(x).float() + self.dt_bias)  # [B, T, Hv]
                 decay = (-self.A_log.float().exp() * rate).transpose(1, 2)  # [B, Hv, T], <= 0
-            out = delta_rule(
-                q, k, v, beta, decay=decay, chunk_size=self.chunk_size, qk_l2norm=True
-            )  # [B, Hv, T, Dv]
+            if state is None:
+                out = delta_rule(
+                    q, k, v, beta, decay=decay, chunk_size=self.chunk_size, qk_l2norm=True
+                )  # [B, Hv, T, Dv]
+            else:
+                out, state.state = delta_rule(
+                    q, k, v, beta, decay=decay, chunk_size=self.chunk_size, qk_l2norm=True,
+                    initial_state=state.state, return_state=True,
+                )  # fmt: skip
         gate = heads(self.gate_proj(x), self.num_value_heads, self.value_dim)
         normed = out.float() * torch.rsqrt(out.float().pow(2).mean(-1, keepdim=True) + self.eps)
         out = (self.norm_weight * normed.to(x.dtype)) * F.silu(gate.float())

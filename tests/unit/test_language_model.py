@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from attention_lab.attention_config import AttentionConfig
+from attention_lab.caches import KVCache
 from attention_lab.language_model import (
     BracketLanguage,
     DecoderConfig,
@@ -20,6 +21,7 @@ from attention_lab.language_model import (
     next_token_data,
 )
 from attention_lab.layers import EncoderLayer
+from attention_lab.linear import RecurrentState
 from attention_lab.masks import causal_mask, padding_mask
 from attention_lab.positional import sinusoidal_encoding
 from attention_lab.training import evaluate, train
@@ -166,7 +168,7 @@ def test_a_hybrid_stacks_its_layer_types_bottom_up_and_stays_causal(rule):
     assert (later[:, 8:] - logits[:, 8:]).abs().max() > 1e-3
 
 
-def test_a_hybrid_generates_without_a_cache_and_refuses_one():
+def test_a_hybrid_generates_the_same_tokens_with_and_without_its_caches():
     model = make_model(HYBRID)
     prompt = random_ids(2, 3, seed=5)
     ids = generate(model, prompt, 4, greedy=True, use_cache=False)
@@ -174,12 +176,56 @@ def test_a_hybrid_generates_without_a_cache_and_refuses_one():
         for step in range(3, 7):
             expected = model(ids[:, :step])[0][:, -1].argmax(dim=-1)
             assert torch.equal(ids[:, step], expected)
-    with pytest.raises(ValueError, match="recurrent layers"):
-        generate(model, prompt, 2)
-    with pytest.raises(ValueError, match="recurrent layers"):
-        model.new_caches(1)
+    assert torch.equal(generate(model, prompt, 4, greedy=True), ids)
+    sampled = generate(model, prompt, 8, seed=3, use_cache=False)
+    assert torch.equal(generate(model, prompt, 8, seed=3), sampled)
     with pytest.raises(ValueError, match="takes no mask"):
         model(prompt, padding_mask(prompt))
+
+
+@pytest.mark.parametrize(
+    "layer_types",
+    [("gated_delta", "attention"), ("attention", "delta"), ("linear", "gated_delta")],
+)
+def test_a_hybrid_decoded_in_pieces_gives_the_logits_of_the_whole(layer_types):
+    """Prompt, single tokens, then pieces shorter and longer than the convolution's window
+    (3 positions): each recurrent layer's state and window carry across the calls."""
+    model = make_model(dataclass_replace(CONFIG, layer_types=layer_types))
+    token_ids = random_ids(2, CONFIG.max_len, seed=6)
+    with torch.no_grad():
+        whole, attentions = model(token_ids)
+        caches = model.new_caches(2)
+        pieces, start = [], 0
+        for size in (4, 1, 1, 2, 4):
+            logits, weights = model.decode(token_ids[:, start : start + size], caches)
+            pieces.append(logits)
+            start += size
+    torch.testing.assert_close(torch.cat(pieces, dim=1), whole)
+    recurrent = [t != "attention" for t in layer_types]
+    assert [w is None for w in weights] == recurrent
+    for cache, is_recurrent in zip(caches, recurrent, strict=True):
+        assert isinstance(cache, RecurrentState if is_recurrent else KVCache)
+        assert len(cache) == CONFIG.max_len
+
+
+def test_a_recurrent_state_keeps_its_size_and_refuses_what_does_not_fit():
+    model = make_model(HYBRID)
+    caches = model.new_caches(2)
+    state, cache = caches
+    before = state.nbytes
+    mixer = model.layers[0].mixer
+    assert state.state.shape == (2, mixer.num_value_heads, mixer.key_dim, mixer.value_dim)
+    with torch.no_grad():
+        model.decode(random_ids(2, 5, seed=7), caches)
+    assert state.nbytes == before and len(state) == len(cache) == 5
+    with pytest.raises(ValueError, match="holds 5 positions and max_len=12: 8 more"):
+        mixer(torch.zeros(2, 8, CONFIG.d_model, dtype=torch.float64), state)
+    with pytest.raises(ValueError, match="layer 0 needs a RecurrentState"):
+        model.decode(random_ids(2, 1, seed=7), [cache, cache])
+    with pytest.raises(ValueError, match="for 2 sequences"):
+        mixer(torch.zeros(3, 1, CONFIG.d_model, dtype=torch.float64), state)
+    with pytest.raises(TypeError, match="must be a RecurrentState"):
+        mixer(torch.zeros(2, 1, CONFIG.d_model, dtype=torch.float64), cache)
 
 
 def test_a_hybrid_trains_with_the_library_s_loop():
@@ -662,7 +708,7 @@ def test_generate_and_decode_errors():
         generate(unmasked, prompt, 2, use_cache=True)
     with pytest.raises(ValueError, match="causal"):
         unmasked.decode(prompt, unmasked.new_caches(1))
-    with pytest.raises(ValueError, match="one KVCache per layer"):
+    with pytest.raises(ValueError, match="one entry per layer"):
         model.decode(prompt, model.new_caches(1)[:1])
     with pytest.raises(TypeError, match="caches"):
         model.decode(prompt, None)

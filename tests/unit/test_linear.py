@@ -317,6 +317,59 @@ def test_gated_deltanet_is_qwen3_next_s_layer(key_heads, value_heads, chunk_size
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
+def test_gated_deltanet_decodes_as_qwen3_next_s_layer_does_with_its_cache():
+    """A prompt, then token by token, then a piece: our RecurrentState against transformers'
+    DynamicCache of the same configuration (its conv and recurrent states), step by step."""
+    from transformers import DynamicCache
+
+    torch.manual_seed(0)
+    config = Qwen3NextConfig(
+        hidden_size=32, linear_num_key_heads=2, linear_num_value_heads=4,
+        linear_key_head_dim=8, linear_value_head_dim=6, linear_conv_kernel_dim=4,
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+        intermediate_size=64, vocab_size=50,
+    )  # fmt: skip
+    reference = Qwen3NextGatedDeltaNet(config, layer_idx=0).eval()
+    with torch.no_grad():
+        for parameter in reference.parameters():
+            parameter.normal_(0.0, 0.3)
+        reference.A_log.uniform_(-1.0, 1.0)
+    ours = GatedDeltaNet.from_hf(reference).eval()
+    x = random_inputs([(2, 12, 32)], seed=2)[0]
+    cache, state = DynamicCache(config=config), ours.new_state(2, max_len=12)
+    start = 0
+    with torch.no_grad():
+        whole = ours(x)
+        for size in (5, 1, 1, 2, 3):
+            piece = x[:, start : start + size]
+            expected = reference(piece, cache_params=cache)
+            got = ours(piece, state)
+            torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(got, whole[:, start : start + size], atol=1e-5, rtol=1e-5)
+            start += size
+    assert len(state) == 12
+    torch.testing.assert_close(state.state, cache.get_recurrent_state(0, state_idx=0))
+    assert expected.abs().mean() > 0.1  # a layer that does something
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("chunk_size", [None, 4], ids=lambda c: f"chunk{c}")
+def test_every_rule_fed_in_pieces_with_its_state_gives_the_whole(rule, chunk_size):
+    layer = _random_layer(rule, chunk_size=chunk_size)
+    x = random_inputs([(2, 13, 24)], seed=5)[0]
+    state = layer.new_state(2, max_len=13)
+    with torch.no_grad():
+        whole = layer(x)
+        pieces = [layer(x[:, a:b], state) for a, b in ((0, 1), (1, 3), (3, 9), (9, 10), (10, 13))]
+    torch.testing.assert_close(torch.cat(pieces, dim=1), whole, atol=1e-5, rtol=1e-4)
+    assert len(state) == 13
+    assert state.conv.shape == (2, layer.conv.in_channels, 3)
+    torch.testing.assert_close(  # the window holds the convolution's last three inputs
+        state.conv,
+        torch.cat([layer.q_proj(x), layer.k_proj(x), layer.v_proj(x)], -1)[:, -3:].mT,
+    )
+
+
 def _random_layer(rule, chunk_size=8, seed=0):
     torch.manual_seed(seed)  # modules draw their weights from the global generator
     layer = GatedDeltaNet(24, 2, 4, 6, 5, rule=rule, chunk_size=chunk_size).eval()
