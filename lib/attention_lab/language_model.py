@@ -248,38 +248,30 @@ class RecurrentLayer(nn.Module):
         self.dropout2 = nn.Dropout(dropout)
         self.d_model = d_model
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, None]:
-        """Run the layer on ``x`` ``[B, T, D]``, a floating dtype.
+    def forward(
+        self, x: torch.Tensor, state: RecurrentState | None = None
+    ) -> tuple[torch.Tensor, None]:
+        """Run the layer on ``x`` ``[B, T, D]``, a floating dtype; with ``state``
+        (:meth:`~attention_lab.linear.GatedDeltaNet.new_state`), ``x`` holds the positions that
+        follow those the state has taken in, and the state is updated in place.
 
         Returns:
             A pair ``(x, None)``: the new representation ``[B, T, D]``, and ``None`` where an
             attention layer returns its weights (a recurrence keeps no ``T x T`` matrix).
 
         Raises:
-            TypeError: If ``x`` is not a floating tensor.
-            ValueError: If its shape does not fit.
-        """
-        check_sequence(x, "x", self.d_model)
-        x = x + self.dropout1(self.mixer(self.norm1(x)))
-        x = x + self.dropout2(self.feed_forward(self.norm2(x)))
-        return x, None
-
-    def decode(self, x: torch.Tensor, state: RecurrentState) -> tuple[torch.Tensor, None]:
-        """Run the layer on new positions ``x`` ``[B, Tn, D]`` that follow those ``state`` has
-        taken in (:meth:`~attention_lab.linear.GatedDeltaNet.new_state`), updating it in place:
-        the new positions' rows of :meth:`forward` over the whole sequence, up to rounding.
-
-        Returns:
-            A pair ``(x, None)``, as :meth:`forward`.
-
-        Raises:
             TypeError: If ``x`` is not a floating tensor or ``state`` not a ``RecurrentState``.
-            ValueError: If the shapes do not fit, or the state has no room for ``Tn`` more.
+            ValueError: If its shape does not fit, or the state has no room for ``T`` more.
         """
         check_sequence(x, "x", self.d_model)
         x = x + self.dropout1(self.mixer(self.norm1(x), state))
         x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         return x, None
+
+    def decode(self, x: torch.Tensor, state: RecurrentState) -> tuple[torch.Tensor, None]:
+        """:meth:`forward` with ``state``, as :class:`DecoderLM` decodes: the new positions'
+        rows of :meth:`forward` over the whole sequence, up to rounding."""
+        return self(x, state)
 
 
 def _check_cacheable(

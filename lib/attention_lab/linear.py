@@ -619,7 +619,8 @@ class GatedDeltaNet(torch.nn.Module):
             mixed = F.silu(self.conv(mixed.transpose(1, 2))[..., :length]).transpose(1, 2)
         else:
             # The window of earlier inputs stands in for the convolution's zero padding.
-            window = torch.cat([state.conv, mixed.transpose(1, 2)], dim=-1)  # [B, C, K-1+T]
+            # [B, C, conv_size - 1 + T]: the earlier inputs, then the new ones.
+            window = torch.cat([state.conv, mixed.transpose(1, 2)], dim=-1)
             state.conv = window[..., window.shape[-1] - state.conv.shape[-1] :]
             convolved = F.conv1d(window, self.conv.weight, groups=self.conv.groups)
             mixed = F.silu(convolved).transpose(1, 2)  # [B, T, C]
