@@ -7,14 +7,14 @@ train it on.
   :class:`~attention_lab.layers.EncoderLayer` run with a causal mask (the block of GPT-2), a
   final LayerNorm and a linear head that gives logits over the vocabulary at every position.
   Called as ``model(token_ids, mask)``, so :func:`attention_lab.training.train` trains it to
-  predict each next token unchanged. :meth:`DecoderLM.decode` runs new positions only,
-  through one :class:`~attention_lab.caches.KVCache` per layer. ``layer_types`` makes it a
-  hybrid: some layers a :class:`RecurrentLayer` (a recurrence on a fixed-size state, Part VII)
-  instead of attention.
+  predict each next token unchanged. ``layer_types`` makes it a hybrid: some layers a
+  :class:`RecurrentLayer` (a recurrence on a fixed-size state, Part VII) instead of attention.
+  :meth:`DecoderLM.decode` runs new positions only, through a
+  :class:`~attention_lab.caches.KVCache` per attention layer and a
+  :class:`~attention_lab.linear.RecurrentState` per recurrent one.
 - :class:`RecurrentLayer`: the pre-norm block around a
   :class:`~attention_lab.linear.GatedDeltaNet` mixer.
-- :func:`generate`: greedy or temperature sampling, one token per step, with or without the
-  key/value cache (the same tokens either way).
+- :func:`generate`: greedy or temperature sampling, one token per step, cached or not (alike).
 - :class:`BracketLanguage`: a synthetic language whose rules are known (balanced brackets of
   bounded depth and length), so a generated sentence can be checked against them.
 - :func:`next_token_data`: sentences turned into (input, next-token target) pairs.
@@ -432,7 +432,7 @@ class DecoderLM(nn.Module):
         weight = self.embedding.weight
         max_len = self.config.max_len
         return [
-            layer.mixer.new_state(batch_size, max_len, dtype=weight.dtype, device=weight.device)
+            layer.mixer.new_state(batch_size, max_len)
             if isinstance(layer, RecurrentLayer)
             else KVCache(
                 batch_size,
@@ -446,7 +446,7 @@ class DecoderLM(nn.Module):
         ]
 
     def decode(
-        self, token_ids: torch.Tensor, caches: list[KVCache]
+        self, token_ids: torch.Tensor, caches: list[KVCache | RecurrentState]
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Logits for ``Tn`` new positions that follow the positions held in ``caches``.
 

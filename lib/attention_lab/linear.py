@@ -448,13 +448,23 @@ class RecurrentState:
         """Bytes the state and the convolution's window occupy, whatever the positions held."""
         return self.state.nbytes + self.conv.nbytes
 
-    def _advance(self, count: int) -> None:
+    def detach(self) -> RecurrentState:
+        """Cut the autograd graph behind the state, in place, and return it: the state keeps
+        the graph of the calls that wrote it, so training on a long sequence in pieces
+        (truncated backpropagation through time) detaches it between pieces."""
+        self.state, self.conv = self.state.detach(), self.conv.detach()
+        return self
+
+    def _check_room(self, count: int) -> None:
         if self._length + count > self.max_len:
             raise ValueError(
                 f"the state holds {self._length} positions and max_len={self.max_len}: "
                 f"{count} more do not fit"
             )
-        self._length += count
+
+    def _update(self, state: torch.Tensor, conv: torch.Tensor, count: int) -> None:
+        """Take in ``count`` positions: the new state and window, all at once."""
+        self.state, self.conv, self._length = state, conv, self._length + count
 
 
 class GatedDeltaNet(torch.nn.Module):
@@ -562,17 +572,10 @@ class GatedDeltaNet(torch.nn.Module):
         self.norm_weight = torch.nn.Parameter(torch.ones(value_dim))
         self.out_proj = linear(values, d_model)
 
-    def new_state(
-        self,
-        batch_size: int,
-        max_len: int,
-        *,
-        dtype: torch.dtype | None = None,
-        device: torch.device | str | None = None,
-    ) -> RecurrentState:
+    def new_state(self, batch_size: int, max_len: int) -> RecurrentState:
         """An empty :class:`RecurrentState` for ``batch_size`` sequences of at most ``max_len``
-        positions, in the dtype and device of the layer's weights unless given (the state
-        itself in ``float32`` at least, as the rule computes).
+        positions, on the device of the layer's weights: the convolution's window in their
+        dtype, the state in ``float32`` at least (the rule's working dtype).
 
         Raises:
             TypeError: If ``batch_size`` or ``max_len`` is not an int.
@@ -580,15 +583,10 @@ class GatedDeltaNet(torch.nn.Module):
         """
         check_int(batch_size, "batch_size")
         weight = self.q_proj.weight
-        dtype = weight.dtype if dtype is None else dtype
-        device = weight.device if device is None else device
-        work = torch.promote_types(dtype, torch.float32)
+        work = torch.promote_types(weight.dtype, torch.float32)
         shape = (batch_size, self.num_value_heads, self.key_dim, self.value_dim)
-        conv = torch.zeros(
-            batch_size, self.conv.in_channels, self.conv.kernel_size[0] - 1, dtype=dtype,
-            device=device,
-        )  # fmt: skip
-        return RecurrentState(torch.zeros(shape, dtype=work, device=device), conv, max_len)
+        conv = weight.new_zeros(batch_size, self.conv.in_channels, self.conv.kernel_size[0] - 1)
+        return RecurrentState(weight.new_zeros(shape, dtype=work), conv, max_len)
 
     def forward(self, x: torch.Tensor, state: RecurrentState | None = None) -> torch.Tensor:
         """The layer's output ``[B, T, D]`` for ``x`` ``[B, T, D]``.
@@ -597,8 +595,11 @@ class GatedDeltaNet(torch.nn.Module):
         state has taken in: the layer starts from the state, and leaves the state after ``x``
         in it. Fed a sequence in pieces, it gives the outputs of the whole, up to rounding.
 
+        The state is updated only once the whole call has succeeded.
+
         Raises:
-            TypeError: If ``state`` is not a :class:`RecurrentState`.
+            TypeError: If ``state`` is not a :class:`RecurrentState`, or holds another dtype
+                than ``x``'s projections.
             ValueError: If ``x`` is not ``[B, T, D]``, or ``state`` is for another batch size
                 or has no room for ``T`` more positions.
         """
@@ -612,16 +613,21 @@ class GatedDeltaNet(torch.nn.Module):
                 )
             if state.state.shape[0] != batch:
                 raise ValueError(f"state is for {state.state.shape[0]} sequences, x holds {batch}")
-            state._advance(length)
+            state._check_room(length)
         keys = self.num_key_heads * self.key_dim
         mixed = torch.cat([self.q_proj(x), self.k_proj(x), self.v_proj(x)], dim=-1)
         if state is None:
             mixed = F.silu(self.conv(mixed.transpose(1, 2))[..., :length]).transpose(1, 2)
         else:
+            if state.conv.dtype != mixed.dtype:
+                raise TypeError(
+                    f"state holds {state.conv.dtype}, the layer computes in {mixed.dtype}: "
+                    "make the state with this layer's new_state"
+                )
             # The window of earlier inputs stands in for the convolution's zero padding.
             # [B, C, conv_size - 1 + T]: the earlier inputs, then the new ones.
             window = torch.cat([state.conv, mixed.transpose(1, 2)], dim=-1)
-            state.conv = window[..., window.shape[-1] - state.conv.shape[-1] :]
+            new_conv = window[..., window.shape[-1] - state.conv.shape[-1] :]
             convolved = F.conv1d(window, self.conv.weight, groups=self.conv.groups)
             mixed = F.silu(convolved).transpose(1, 2)  # [B, T, C]
         q, k, v = mixed.split([keys, keys, self.num_value_heads * self.value_dim], dim=-1)
@@ -646,7 +652,7 @@ class GatedDeltaNet(torch.nn.Module):
                 work = state.state.dtype
                 phi_q, phi_k = phi(q.to(work)), phi(k.to(work))
                 out = out + (phi_q @ state.state).to(out.dtype)
-                state.state = state.state + phi_k.transpose(-2, -1) @ v.to(work)
+                state._update(state.state + phi_k.transpose(-2, -1) @ v.to(work), new_conv, length)
         else:
             beta = self.beta_proj(x).sigmoid().transpose(1, 2)  # [B, Hv, T]
             decay = None
@@ -658,10 +664,11 @@ class GatedDeltaNet(torch.nn.Module):
                     q, k, v, beta, decay=decay, chunk_size=self.chunk_size, qk_l2norm=True
                 )  # [B, Hv, T, Dv]
             else:
-                out, state.state = delta_rule(
+                out, new_state = delta_rule(
                     q, k, v, beta, decay=decay, chunk_size=self.chunk_size, qk_l2norm=True,
                     initial_state=state.state, return_state=True,
                 )  # fmt: skip
+                state._update(new_state, new_conv, length)
         gate = heads(self.gate_proj(x), self.num_value_heads, self.value_dim)
         normed = out.float() * torch.rsqrt(out.float().pow(2).mean(-1, keepdim=True) + self.eps)
         out = (self.norm_weight * normed.to(x.dtype)) * F.silu(gate.float())

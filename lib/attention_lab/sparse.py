@@ -53,6 +53,9 @@ def topk_attention(
         ValueError: As :func:`~attention_lab.masks.topk_mask` and the attention raise it
             (``k`` or shapes).
     """
+    check_int(k, "k")
+    if isinstance(key, torch.Tensor) and key.ndim >= 2 and k > key.shape[-2]:
+        raise ValueError(f"k must be at most the number of keys, Tk = {key.shape[-2]}; got {k}")
     if scores is None:  # the ranking is the attention's own logits
         return scaled_dot_product_attention(query, key, value, mask, top_k=k)
     kept = topk_mask(scores, k, mask)

@@ -370,6 +370,27 @@ def test_every_rule_fed_in_pieces_with_its_state_gives_the_whole(rule, chunk_siz
     )
 
 
+def test_a_call_that_fails_leaves_the_state_as_it_was_and_detach_cuts_the_graph():
+    layer = _random_layer("gated_delta", chunk_size=None)
+    state = layer.new_state(2, max_len=6)
+    x = random_inputs([(2, 4, 24)], seed=6)[0]
+    with torch.no_grad():
+        layer(x[:, :2], state)
+    before = (state.state.clone(), state.conv.clone(), len(state))
+    with pytest.raises(RuntimeError):  # a width the projections do not take
+        layer(torch.zeros(2, 1, 23, dtype=x.dtype), state)
+    with pytest.raises(ValueError, match="holds 2 positions and max_len=6: 5 more"):
+        layer(torch.zeros(2, 5, 24, dtype=x.dtype), state)
+    with pytest.raises(TypeError, match="state holds torch.float32, the layer computes in"):
+        layer.double()(x[:, :1].double(), state)
+    layer.float()
+    assert torch.equal(state.state, before[0]) and torch.equal(state.conv, before[1])
+    assert len(state) == before[2] == 2
+    out = layer(x[:, 2:3].requires_grad_(), state)
+    assert state.state.requires_grad and not state.detach().state.requires_grad
+    out.sum().backward()  # the piece's own graph is intact
+
+
 def _random_layer(rule, chunk_size=8, seed=0):
     torch.manual_seed(seed)  # modules draw their weights from the global generator
     layer = GatedDeltaNet(24, 2, 4, 6, 5, rule=rule, chunk_size=chunk_size).eval()

@@ -68,6 +68,11 @@ def test_bad_input_is_refused():
         topk_mask(torch.zeros(2, 4), 0)
     with pytest.raises(TypeError, match="torch.bool"):
         topk_mask(torch.zeros(2, 4), 2, mask=torch.ones(2, 4))
+    q = torch.randn(1, 3, 4)
+    with pytest.raises(ValueError, match="k must be at most the number of keys, Tk = 3; got 4"):
+        topk_attention(q, q, q, 4)  # named as the caller passed it, not top_k
+    with pytest.raises(TypeError, match="k must be a positive int"):
+        topk_attention(q, q, q, True)
     with pytest.raises(ValueError, match="rope_dim must be even"):
         LightningIndexer(16, 8, 2, 8, 3, 4)
 

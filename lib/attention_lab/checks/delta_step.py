@@ -280,8 +280,12 @@ def _where(fn: Callable, case: Case, got, expected, tol) -> str:
             "is: look at the prediction S'^T k, the error v - S'^T k and the write "
             "beta k (...)^T"
         )
-    # A zero key writes nothing however beta enters the write: what is left is the forgetting.
-    args = (query, torch.zeros_like(key), value, torch.zeros_like(beta), decay, state)
+    # The same unit key, a zero value and a state with nothing along the key: the right step
+    # then predicts 0 and writes 0 at any beta, and so does any write k (a v - b S'^T k)^T, so
+    # what is left is the forgetting, exp(decay) S.
+    along = (key[..., :, None] * state).sum(dim=-2)  # k^T S: [B, H, Dv]
+    across = state - key[..., :, None] * along[..., None, :]  # [B, H, Dk, Dv], k^T across = 0
+    args = (query, key, torch.zeros_like(value), torch.zeros_like(beta), decay, across)
     forgot = call_quietly(fn, fresh(args))
     if (
         isinstance(forgot, tuple | list)
@@ -290,8 +294,9 @@ def _where(fn: Callable, case: Case, got, expected, tol) -> str:
     ):
         return (
             "with beta = 0 the step only forgets, exp(decay) S, and your state differs there; "
-            "with a zero key too it is right, so the forgetting is, but your step writes when "
-            "beta = 0: beta multiplies the whole correction, beta k (v - S'^T k)^T"
+            "with a zero value and a state that predicts 0 for the key it is right, so the "
+            "forgetting is, but your step writes when beta = 0: beta multiplies the whole "
+            "correction, beta k (v - S'^T k)^T"
         )
     return (
         "with beta = 0 the step only forgets, exp(decay) S, and your state differs there "
@@ -362,7 +367,8 @@ def check_gated_delta_step(fn: Callable) -> None:
     :data:`MISTAKES`). The mistake is read from what the step does on a
     battery of probes (crashes included); when none fits, the message says whether the output
     or the state is wrong, and for a wrong state whether the step is right when it only forgets
-    (``beta = 0``), and if not, whether it writes then (``beta = 0`` and a zero key).
+    (``beta = 0``), and if not, whether it still writes then (probed with a zero value and a
+    state that predicts 0 for the key, where any write of the error vanishes).
 
     Args:
         fn: The learner's step function.
